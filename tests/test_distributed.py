@@ -21,7 +21,7 @@ import dask  # noqa: E402
 from latentstitch import relative_projection  # noqa: E402
 from latentstitch import similarity as sim  # noqa: E402
 from latentstitch.distributed import get_client, is_dask_array, map_tasks  # noqa: E402
-from latentstitch.stitching import LeastSquares, Procrustes, ReducedRank  # noqa: E402
+from latentstitch.stitching import LeastSquares, Procrustes, ReducedRank, SparseLasso  # noqa: E402
 
 # Functions defined here run on the workers, which cannot import this test module: ship them by value.
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -95,6 +95,15 @@ def test_projection_errors_name_rows_of_the_whole_array(threads_scheduler):
         relative_projection(da.from_array(x, chunks=100), x[:5, :3])
 
 
+def test_an_error_in_a_block_says_which_rows(threads_scheduler):
+    x, y = drifting_pair(n=600)
+    x[333, 2] = np.nan
+    with pytest.raises(ValueError, match=r"a: contains NaN or inf \(first at row 33\)") as raised:
+        LeastSquares().fit(da.from_array(x, chunks=100), y)
+    if sys.version_info >= (3, 11):  # exception notes
+        assert raised.value.__notes__ == ["(in the block of rows 300:400 of the dask array; rows above count from 300)"]
+
+
 def test_dask_inputs_are_checked_before_computing(threads_scheduler):
     x, y = drifting_pair(n=300)
     with pytest.raises(ValueError, match="a and b must have the same number of samples"):
@@ -117,6 +126,41 @@ def test_feature_maps_and_a_numpy_partner(threads_scheduler):
     mapped = fitted.transform(da.from_array(a, chunks=(25, 6, 3, 4)))
     assert mapped.shape == b.shape
     assert relative_error(mapped.compute(), expected.transform(a)) < 1e-10
+
+
+def test_sparse_lasso_and_minibatch_cka_take_dask_arrays(threads_scheduler):
+    """Every moment-based stitcher takes dask arrays (Lasso: same statistics, same solver); minibatch CKA takes
+    each block of rows as one minibatch."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((600, 10))
+    y = x[:, :4] @ rng.standard_normal((4, 3)) + 0.1 * rng.standard_normal((600, 3))
+    expected = SparseLasso(alpha=0.05).fit(x, y)
+    assert relative_error(SparseLasso(alpha=0.05).fit(da.from_array(x, chunks=100), y).coef_, expected.coef_) < 1e-8
+    batches = sim.StreamingMinibatchCKA()
+    for start in range(0, 600, 150):
+        batches.update(x[start : start + 150], y[start : start + 150])
+    blocks = sim.StreamingMinibatchCKA().update(da.from_array(x, chunks=150), y)
+    assert blocks.batches == 4
+    assert blocks.compute() == pytest.approx(batches.compute(), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("make", "one_shot"),
+    [(sim.StreamingSVCCA, sim.svcca), (sim.StreamingPWCCA, sim.pwcca),
+     (lambda: sim.StreamingProcrustes("angular"), sim.shape_metric_angular)],
+    ids=["svcca", "pwcca", "angular"],
+)  # fmt: skip
+def test_other_streaming_measures_take_dask_arrays(threads_scheduler, make, one_shot):
+    x, y = drifting_pair(n=900, p=12, q=12)
+    assert make().update(da.from_array(x, chunks=200), y).compute() == pytest.approx(one_shot(x, y), rel=1e-9)
+
+
+def test_unknown_chunk_sizes_are_an_error_naming_the_fix(threads_scheduler):
+    x, _ = drifting_pair(n=200)
+    xd = da.from_array(x, chunks=50)
+    masked = xd[xd[:, 0] > 20]
+    with pytest.raises(ValueError, match=r"x: has unknown chunk sizes .*x.compute_chunk_sizes\(\)"):
+        sim.StreamingCKA().update(masked, masked)
 
 
 # --- on a LocalCluster with two worker processes --------------------------------------------------------------

@@ -36,7 +36,8 @@ def is_dask_array(x: object) -> bool:
 
 
 def dask_rows(x: Any, name: str, *, ndim: tuple[int, ...] | None = None, rows: tuple[int, ...] | None = None) -> Any:
-    """Check a dask array of samples (rows first) and give it one chunk along every axis but the first.
+    """Check a dask array of samples (rows first, at least 2-D) and give it one chunk along every axis but the
+    first.
 
     ``rows``: the row chunks to use instead of ``x``'s (to align a second array with the first); numpy arrays and
     torch tensors are wrapped with those chunks.
@@ -53,8 +54,10 @@ def dask_rows(x: Any, name: str, *, ndim: tuple[int, ...] | None = None, rows: t
     if ndim is not None and x.ndim not in ndim:
         want = " or ".join(f"{d}-D" for d in ndim)
         raise ValueError(f"{name}: expected a {want} array, got shape {x.shape}")
-    if x.ndim < 1 or any(math.isnan(s) for s in x.shape):
-        raise ValueError(f"{name}: has unknown or missing dimensions {x.shape}; call {name}.compute_chunk_sizes()")
+    if x.ndim < 2:
+        raise ValueError(f"{name}: expected (n_samples, n_features) or (n_samples, ...) rows, got shape {x.shape}")
+    if any(math.isnan(s) for s in x.shape):
+        raise ValueError(f"{name}: has unknown chunk sizes (shape {x.shape}); call {name}.compute_chunk_sizes() first")
     chunks = {axis: -1 for axis in range(1, x.ndim)}
     if rows is not None:
         chunks[0] = rows
@@ -67,9 +70,9 @@ def dask_pair(x: Any, y: Any, names: tuple[str, str] = ("x", "y"), **checks: Any
     """Two arrays of the same samples (at least one a dask array) as dask arrays with the same row chunks: those of
     the first dask array. ``checks``: ``dask_rows``' (``ndim``)."""
     pair = [x if is_dask_array(x) else to_numpy(x, names[0]), y if is_dask_array(y) else to_numpy(y, names[1])]
-    check_same_rows(*pair, *names)  # (shapes only)
     lead = 0 if is_dask_array(x) else 1
     pair[lead] = dask_rows(pair[lead], names[lead], **checks)
+    check_same_rows(*pair, *names)  # (shapes only)
     pair[1 - lead] = dask_rows(pair[1 - lead], names[1 - lead], rows=pair[lead].chunks[0], **checks)
     return pair[0], pair[1]
 
@@ -82,7 +85,7 @@ def _merge_all(*parts: Any) -> Any:
     return functools.reduce(lambda left, right: left.merge(right), map(_unwrapped, parts))
 
 
-def _accumulate_block(*blocks: Any, accumulate: Callable[..., Any]) -> np.ndarray:
+def _accumulate_block(start: np.ndarray, *blocks: Any, accumulate: Callable[..., Any]) -> np.ndarray:
     # Axes other than rows are one chunk each: blockwise hands each block in one nested list per such axis
     # (concatenate=False, which would copy it).
     unwrapped = []
@@ -91,7 +94,13 @@ def _accumulate_block(*blocks: Any, accumulate: Callable[..., Any]) -> np.ndarra
             (block,) = block
         unwrapped.append(block)
     out = np.empty(1, dtype=object)
-    out[0] = accumulate(*unwrapped)
+    try:
+        out[0] = accumulate(*unwrapped)
+    except Exception as error:
+        if hasattr(error, "add_note"):  # Python >= 3.11
+            first, stop = int(start[0]), int(start[0]) + unwrapped[0].shape[0]
+            error.add_note(f"(in the block of rows {first}:{stop} of the dask array; rows above count from {first})")
+        raise
     return out
 
 
@@ -110,10 +119,14 @@ def reduce_blocks(accumulate: Callable[..., Any], *arrays: Any, split_every: int
     indexed = []
     for array in arrays:
         indexed += [array, "i" + "".join(next(axes) for _ in range(array.ndim - 1))]
+    starts = np.cumsum((0, *arrays[0].chunks[0][:-1]))
     per_block = da.blockwise(
         _accumulate_block,
         "i",
+        da.from_array(starts, chunks=1),  # each block's first row, for errors
+        "i",
         *indexed,
+        align_arrays=False,
         accumulate=accumulate,
         concatenate=False,
         adjust_chunks={"i": 1},
