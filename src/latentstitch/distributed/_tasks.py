@@ -18,8 +18,9 @@ def get_client(client: Any = None, workers: int | None = None) -> Any:
     ----------
     client : Client, str or None
         A client is returned as it is. A string is a scheduler address (``"tcp://scheduler:8786"``): a new client
-        connected to that existing cluster. None: connect to dask's configured ``scheduler-address`` (environment
-        variable ``DASK_SCHEDULER_ADDRESS``) if set, else start a ``LocalCluster`` on this machine.
+        connected to that existing cluster. None: without ``workers``, connect to dask's configured
+        ``scheduler-address`` (environment variable ``DASK_SCHEDULER_ADDRESS``) if set; else start a
+        ``LocalCluster`` on this machine.
     workers : int, optional
         Worker processes of the local cluster (default: the number of CPU cores); each runs one task at a time
         with one torch thread (``pin_torch_threads``).
@@ -37,7 +38,7 @@ def get_client(client: Any = None, workers: int | None = None) -> Any:
     import dask
 
     address = dask.config.get("scheduler-address", None)
-    if address:
+    if address and workers is None:
         return distributed.Client(address)
     workers = (os.cpu_count() or 1) if workers is None else check_positive_int(workers, "workers")
     started = distributed.Client(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0")
