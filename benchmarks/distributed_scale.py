@@ -12,8 +12,10 @@ a seed per chunk, identically on both paths and never held whole (10M x 768 is 2
   with one thread each; every chunk becomes d x d float64 statistics on a worker, merged in a tree. Peak memory:
   each worker process's peak resident set (VmHWM, its whole life, imports included), the largest reported.
 
-Targets (issue 10): peak memory per worker under 1 GiB; throughput (rows/s) of the cluster against the single
-process (ideal: the number of workers, on that many idle cores); results equal (1e-6 relative).
+Targets (issue 10): peak memory per worker under 1 GiB; throughput (rows/s, wall clock) of the cluster against the
+single process (ideal: the number of workers, on that many idle cores); results equal (1e-6 relative). CPU seconds
+are shown beside wall time: on a shared machine the wall-clock ratio depends on the other load, while the CPU ratio
+shows what the distribution itself costs (tasks, transfers, the scheduler).
 
 Full size: ``python -m benchmarks distributed_scale --rows 10000000`` (on 2 cores the single-process loop alone
 takes well over an hour); ``--quick`` streams 200,000 rows of width 256.
@@ -94,22 +96,28 @@ def single_process(total: int, chunk: int, d: int) -> dict[str, object]:
     from latentstitch._moments import solve_least_squares
     from latentstitch.stitching import LeastSquares
 
+    def cka() -> float:
+        accumulator = similarity.StreamingCKA()
+        for index, rows in enumerate(chunk_sizes(total, chunk)):
+            accumulator.update(*generate(index, rows, d))
+        return accumulator.compute()
+
+    def least_squares() -> np.ndarray:
+        stitch = LeastSquares()
+        for index, rows in enumerate(chunk_sizes(total, chunk)):
+            stitch.partial_fit(*generate(index, rows, d))
+        out["moments"] = stitch.moments_
+        return stitch.coef_
+
     out: dict[str, object] = {}
     reset_peak()
-    start = time.perf_counter()
-    cka = similarity.StreamingCKA()
-    for index, rows in enumerate(chunk_sizes(total, chunk)):
-        cka.update(*generate(index, rows, d))
-    out["cka"], out["cka_s"] = cka.compute(), time.perf_counter() - start
-
-    start = time.perf_counter()
-    stitch = LeastSquares()
-    for index, rows in enumerate(chunk_sizes(total, chunk)):
-        stitch.partial_fit(*generate(index, rows, d))
-    out["ls"], out["ls_s"] = stitch.coef_, time.perf_counter() - start
+    for key, method in (("cka", cka), ("ls", least_squares)):
+        cpu, wall = time.process_time(), time.perf_counter()
+        out[key] = method()
+        out[f"{key}_s"], out[f"{key}_cpu"] = time.perf_counter() - wall, time.process_time() - cpu
     out["peak_mib"] = peak_rss_mib()
     start = time.perf_counter()
-    solve_least_squares(stitch.moments_)
+    solve_least_squares(out.pop("moments"))
     out["solve_s"] = time.perf_counter() - start
     return out
 
@@ -129,12 +137,17 @@ def cluster(total: int, chunk: int, d: int, workers: int, threads: int) -> dict[
             client.run(importlib.import_module, module)
         out["start_s"] = time.perf_counter() - start
         x, y = generated_arrays(total, chunk, d)
-        start = time.perf_counter()
-        out["cka"] = similarity.StreamingCKA().update(x, y).compute()
-        out["cka_s"] = time.perf_counter() - start
-        start = time.perf_counter()
-        out["ls"] = LeastSquares().fit(x, y).coef_
-        out["ls_s"] = time.perf_counter() - start
+        methods = {
+            "cka": lambda: similarity.StreamingCKA().update(x, y).compute(),
+            "ls": lambda: LeastSquares().fit(x, y).coef_,
+        }
+        for key, method in methods.items():
+            # CPU time of the workers, and of this process (which also runs the LocalCluster's scheduler)
+            cpu = sum(client.run(time.process_time).values()) + time.process_time()
+            wall = time.perf_counter()
+            out[key] = method()
+            out[f"{key}_s"] = time.perf_counter() - wall
+            out[f"{key}_cpu"] = sum(client.run(time.process_time).values()) + time.process_time() - cpu
         out["peak_mib"] = client.run(peak_rss_mib)
     finally:
         client.close()
@@ -157,13 +170,16 @@ def run(args) -> None:
     rows = []
     for name, key, error in (("StreamingCKA (linear)", "cka", cka_error), ("LeastSquares", "ls", ls_error)):
         one, many = single[f"{key}_s"], spread[f"{key}_s"]
-        rows.append([f"{name}: single process", one, total / one, "1.00", single["peak_mib"], ""])
-        rows.append([f"{name}: cluster", many, total / many, f"{one / many:.2f}", worker_peak, f"{error:.1e}"])
+        one_cpu, many_cpu = single[f"{key}_cpu"], spread[f"{key}_cpu"]
+        ratios = f"{one / many:.2f}", f"{many_cpu / one_cpu:.2f}"
+        rows.append([f"{name}: single process", one, one_cpu, total / one, "1.00", "1.00", single["peak_mib"], ""])
+        rows.append([f"{name}: cluster", many, many_cpu, total / many, *ratios, worker_peak, f"{error:.1e}"])
     print_table(
         f"{total:,} x {d} float32 rows in {n_chunks} chunks of {chunk:,}, generated on the fly; cluster: "
         f"{args.workers} worker processes x 1 thread (worker threads {spread['worker_threads']}), started in "
-        f"{spread['start_s']:.1f} s (not timed); one run",
-        ["path", "seconds", "rows/s", "throughput / single", "peak MiB (per worker)", "rel. diff vs single"],
+        f"{spread['start_s']:.1f} s (not timed); one run. CPU s: of the process, or of the workers + the client "
+        "(which runs the scheduler)",
+        ["path", "wall s", "CPU s", "rows/s", "throughput / single", "CPU / single", "peak MiB", "rel. diff"],
         rows,
     )
     peaks = ", ".join(f"{v:.0f}" for v in sorted(spread["peak_mib"].values()))
