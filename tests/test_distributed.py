@@ -93,6 +93,8 @@ def test_projection_errors_name_rows_of_the_whole_array(threads_scheduler):
         relative_projection(da.from_array(x, chunks=100), x[:5]).compute()
     with pytest.raises(ValueError, match="x and anchors must have the same number of features"):
         relative_projection(da.from_array(x, chunks=100), x[:5, :3])
+    with pytest.raises(ValueError, match="unknown similarity"):
+        relative_projection(da.from_array(x, chunks=100), x[:5], "cosinus")
 
 
 def test_an_error_in_a_block_says_which_rows(threads_scheduler):

@@ -151,7 +151,10 @@ def _update_copy(empty: Any, *blocks: Any) -> Any:
 def project_blocks(x: Any, anchors: Any, similarity: str, **options: Any) -> Any:
     """``relative_projection`` of a dask array, block by block: a lazy dask array with ``x``'s row chunks and one
     chunk of columns. The anchors are one task of the graph (sent once to each worker), not copied per block."""
+    from latentstitch.relative._similarities import get_similarity
+
     dask = require("dask", "dask")
+    get_similarity(similarity)  # an unknown name fails here, not when the array is computed
     x = dask_rows(x, "x", ndim=(2,))
     if is_dask_array(anchors):
         anchors = anchors.compute()
