@@ -1,6 +1,7 @@
 """Run the benchmarks: ``python -m benchmarks [NAME ...] [--threads N] [--repeats R] [--quick]``.
 
-Each module in this folder with a ``run(args)`` function is a benchmark; with no names, all of them run.
+Each module in this folder with a ``run(args)`` function is a benchmark; with no names, all of them run. A module
+may define ``add_arguments(parser)`` for options of its own (``distributed_scale``: ``--rows``, ``--workers``).
 """
 
 from __future__ import annotations
@@ -25,13 +26,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch/BLAS threads (default 1: stable timings)")
     parser.add_argument("--repeats", type=int, default=5, help="timed repetitions; medians are reported")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    # A benchmark may add its own options (add_arguments(parser)): import the ones named before parsing.
+    argv = sys.argv[1:] if argv is None else argv
+    named = [name for name in argv if name in available()] or available()
+    # Import first, pin threads after: threadpoolctl only limits the BLAS/OpenMP libraries already loaded, and a
+    # benchmark's imports (scipy, sklearn) may load their own.
+    modules = [importlib.import_module(f"benchmarks.{name}") for name in named]
+    for module in modules:
+        if hasattr(module, "add_arguments"):
+            module.add_arguments(parser)
     args = parser.parse_args(argv)
     unknown = sorted(set(args.names) - set(available()))
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(available())}")
-    # Import first, pin threads after: threadpoolctl only limits the BLAS/OpenMP libraries already loaded, and a
-    # benchmark's imports (scipy, sklearn) may load their own.
-    modules = [importlib.import_module(f"benchmarks.{name}") for name in args.names or available()]
     print(set_threads(args.threads))
     for module in modules:
         module.run(args)

@@ -14,6 +14,7 @@ from latentstitch._validation import (
     match_reference,
     wrap_like,
 )
+from latentstitch.distributed._arrays import is_dask_array, project_blocks
 from latentstitch.relative._similarities import ZeroNormError, get_similarity
 
 # Elements per chunk of samples: 4 Mi floats (16 MiB in float32) keeps a chunk and its output in cache-friendly
@@ -56,8 +57,11 @@ def relative_projection(
     Returns
     -------
     (n, m) array or tensor, of ``x``'s type, dtype and device. Differentiable with respect to ``x`` and
-    ``anchors`` when they are tensors that require grad.
+    ``anchors`` when they are tensors that require grad. A ``dask.array`` ``x`` gives a lazy dask array with
+    ``x``'s row chunks and one chunk of columns, projected block by block (``latentstitch.distributed``).
     """
+    if is_dask_array(x):
+        return project_blocks(x, anchors, similarity, center=center, chunk_size=chunk_size, **similarity_kwargs)
     spec = get_similarity(similarity)
     xt = as_float_tensor(x, "x", ndim=2, finite=False)  # finiteness is checked chunk by chunk, below
     at = as_float_tensor(anchors, "anchors", ndim=2, min_rows=1)

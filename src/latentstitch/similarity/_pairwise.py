@@ -43,6 +43,9 @@ def pairwise(
     *,
     plot: str | Path | None = None,
     title: str | None = None,
+    client: Any = None,
+    workers: int | None = None,
+    progress: bool = True,
     **options: Any,
 ) -> np.ndarray:
     """The matrix ``M[i, j] = measure(reps[i], reps[j])`` over a list of representations (layers, models).
@@ -54,6 +57,11 @@ def pairwise(
     measure : a registered measure name. Symmetric measures are computed once per unordered pair.
     plot : optional path of a PNG heatmap to write (labelled axes, title, colour bar).
     title : heatmap title (default: the measure's name).
+    client, workers : run every pair as a task on a ``dask.distributed`` cluster (``latentstitch.distributed``):
+        ``client`` a ``Client`` or a scheduler address (``"tcp://scheduler:8786"``), or ``workers`` the number of
+        worker processes of a ``LocalCluster`` started (and closed) here. Each representation is sent once to the
+        cluster. By default everything runs in this process. Needs ``pip install 'latentstitch[dask]'``.
+    progress : show a progress bar of the finished pairs when running on a cluster.
     **options : keyword arguments for the measure.
 
     Returns
@@ -69,15 +77,30 @@ def pairwise(
     if not reps:
         raise ValueError("representations: expected at least one representation")
     m = len(reps)
+    pairs = [(i, j) for i in range(m) for j in range(i if spec.symmetric else 0, m)]
+    if client is None and workers is None:
+        values = [_pair_value((spec, reps[i], reps[j], options)) for i, j in pairs]
+    else:
+        from latentstitch.distributed import client_scope, map_tasks
+
+        with client_scope(client, workers) as active:
+            data = active.scatter(reps)
+            tasks = [(spec, data[i], data[j], options) for i, j in pairs]
+            label = f"pairwise {spec.name}"
+            values = map_tasks(_pair_value, tasks, client=active, progress=progress, description=label)
     matrix = np.full((m, m), np.nan)
-    for i in range(m):
-        for j in range(i if spec.symmetric else 0, m):
-            matrix[i, j] = float(spec(reps[i], reps[j], **options))
-            if spec.symmetric:
-                matrix[j, i] = matrix[i, j]
+    for (i, j), value in zip(pairs, values, strict=True):
+        matrix[i, j] = value
+        if spec.symmetric:
+            matrix[j, i] = value
     if plot is not None:
         heatmap(matrix, labels, plot, title=title or spec.name, kind=spec.kind, value_range=spec.value_range)
     return matrix
+
+
+def _pair_value(task: tuple[Any, ArrayLike, ArrayLike, Mapping[str, Any]]) -> float:
+    spec, x, y, options = task
+    return float(spec(x, y, **options))
 
 
 def heatmap(

@@ -1,7 +1,8 @@
 """Streaming similarity indices: ``update(x_chunk, y_chunk)`` accumulates sufficient statistics, ``compute()``
 finishes with the same function as the one-shot index, so the result equals ``index(x, y)`` on the concatenated
 chunks (up to float64 rounding). Accumulators ``merge`` (tree reductions across processes) and save to tensors
-(``state_dict``, safetensors-ready).
+(``state_dict``, safetensors-ready). ``update`` accepts dask arrays: each block of rows is accumulated on a worker
+and the accumulators are merged in a tree (``latentstitch.distributed``).
 
 Every measure here reduces to moments of paired rows (``CrossMoments``): linear CKA (+ row-norm sums when
 debiased), R^2 of the least-squares fit, CCA and its variants, the Procrustes shape metrics. Minibatch CKA
@@ -17,6 +18,7 @@ import torch
 
 from latentstitch._moments import CrossMoments
 from latentstitch._validation import ArrayLike, check_choice
+from latentstitch.distributed._arrays import is_dask_array, update_blocks
 from latentstitch.similarity._cca import REDUCTIONS, cca_from_moments, pwcca_from_moments, svcca_from_moments
 from latentstitch.similarity._cka import CKAStatistics, cka_ratio, linear_hsic_terms
 from latentstitch.similarity._procrustes import angular_from_moments, procrustes_from_moments
@@ -45,7 +47,11 @@ class _MomentStream:
         return self.stats
 
     def update(self, x: ArrayLike, y: ArrayLike):
-        """Add a chunk of paired rows (same samples in x and y); returns self."""
+        """Add a chunk of paired rows (same samples in x and y); returns self. Dask arrays are reduced block by
+        block in a tree (``latentstitch.distributed``), on dask's current scheduler."""
+        if is_dask_array(x) or is_dask_array(y):
+            self.__dict__.update(update_blocks(self, x, y).__dict__)
+            return self
         xt, yt = prepare_pair(x, y, min_rows=0, measure=self._measure)
         self._dtype = self._dtype or xt.dtype
         self.stats.update(xt.detach(), yt.detach(), finite_checked=True)
@@ -194,6 +200,10 @@ class StreamingMinibatchCKA:
         self.batches = 0
 
     def update(self, x: ArrayLike, y: ArrayLike) -> StreamingMinibatchCKA:
+        """Add one minibatch; a pair of dask arrays adds each row block as one minibatch."""
+        if is_dask_array(x) or is_dask_array(y):
+            self.__dict__.update(update_blocks(self, x, y).__dict__)
+            return self
         xt, yt = prepare_pair(x, y, min_rows=4, measure="minibatch CKA (per batch)")
         with torch.no_grad():
             terms = torch.stack(linear_hsic_terms(xt, yt, debiased=True))

@@ -3,7 +3,8 @@
 ``_AffineMap`` holds a fitted map and provides ``transform``, ``score``, ``to_torch``, ``save`` and ``load``.
 ``_MomentStitcher`` adds ``fit`` / ``partial_fit`` for maps that depend on the data only through sufficient
 statistics (``CrossMoments``): a subclass only says which statistics it needs and how to turn them into
-``coef_`` and ``intercept_`` (``_solve``).
+``coef_`` and ``intercept_`` (``_solve``). Both accept dask arrays: the statistics of every block of rows are
+merged in a tree (``latentstitch.distributed``) before the same ``_solve``.
 
 Activation layouts (Dr. Frankenstein's convention, ``_validation.channels_as_rows``): (N, D) rows are used as they
 are; (N, T, D) token sequences and (N, C, H, W) feature maps are matched per feature, every token or spatial
@@ -12,10 +13,13 @@ position being one sample of the D (or C) features, as a 1x1 convolution sees th
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
@@ -31,6 +35,7 @@ from latentstitch._validation import (
     match_reference,
     wrap_like,
 )
+from latentstitch.distributed._arrays import dask_pair, dask_rows, is_dask_array, reduce_blocks
 
 # Elements of a (and of b) converted to rows and float64 at a time: 2 Mi elements (16 MiB in float64), large
 # enough for efficient products, small enough that a fit's extra memory does not grow with the number of samples.
@@ -53,12 +58,56 @@ def paired_activations(a: ArrayLike, b: ArrayLike) -> tuple[torch.Tensor, torch.
     at = as_float_tensor(a, "a", ndim=tuple(LAYOUTS), min_rows=1)
     bt = as_float_tensor(b, "b", ndim=tuple(LAYOUTS), min_rows=1)
     check_same_rows(at, bt, "a", "b")
-    if at.ndim != bt.ndim or _positions(at) != _positions(bt):
-        raise ValueError(
-            f"a and b must have the same layout and positions per sample: got shapes {tuple(at.shape)} "
-            f"{LAYOUTS[at.ndim]} and {tuple(bt.shape)} {LAYOUTS[bt.ndim]}"
-        )
+    _check_same_layout(at, bt)
     return at, bt
+
+
+def dask_activations(a: Any, b: Any) -> tuple[Any, Any]:
+    """``paired_activations`` for a pair holding a dask array: the same checks, on the shapes; both become dask
+    arrays with the same row chunks and one chunk along every other axis."""
+    at, bt = dask_pair(a, b, ("a", "b"), ndim=tuple(LAYOUTS))
+    if at.shape[0] < 1:
+        raise ValueError("a: expected at least 1 rows (samples), got 0")
+    _check_same_layout(at, bt)
+    return at, bt
+
+
+def _check_same_layout(a: Any, b: Any) -> None:
+    if a.ndim != b.ndim or _positions(a) != _positions(b):
+        raise ValueError(
+            f"a and b must have the same layout and positions per sample: got shapes {tuple(a.shape)} "
+            f"{LAYOUTS[a.ndim]} and {tuple(b.shape)} {LAYOUTS[b.ndim]}"
+        )
+
+
+def moments_of_rows(
+    a: torch.Tensor, b: torch.Tensor, products: tuple[str, ...] = SECOND_MOMENTS, precision: str = "float64"
+) -> CrossMoments:
+    """``CrossMoments`` of checked paired activations, a few samples at a time."""
+    moments = CrossMoments(products=products, precision=precision)
+    for rows_a, rows_b in row_chunks(a, b):
+        moments.update(rows_a, rows_b)
+    return moments
+
+
+def moments_of_pair(
+    a: Any, b: Any, products: tuple[str, ...] = SECOND_MOMENTS, precision: str = "float64"
+) -> CrossMoments:
+    """``moments_of_rows`` of checked paired activations, in memory or, for dask arrays, one task per row block
+    merged in a tree (``latentstitch.distributed``)."""
+    if is_dask_array(a):
+        return reduce_blocks(functools.partial(_block_moments, products, precision), a, b)
+    return moments_of_rows(a, b, products, precision)
+
+
+def _block_moments(products: tuple[str, ...], precision: str, a: Any, b: Any) -> CrossMoments:
+    if a.shape[0] == 0:
+        return CrossMoments(products=products, precision=precision)
+    return moments_of_rows(*paired_activations(a, b), products, precision)
+
+
+def _apply_map(block: Any, estimator: _AffineMap) -> Any:
+    return estimator.transform(block)
 
 
 def row_chunks(a: torch.Tensor, b: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
@@ -112,36 +161,56 @@ class _AffineMap(BaseEstimator):
 
         ``x`` may be (N, p), (N, T, p) or (N, p, H, W) whatever the layout of the fit; the output has the same
         layout with q features, and ``x``'s type, dtype and device. Differentiable with respect to a tensor ``x``.
+        A ``dask.array`` ``x`` gives a lazy dask array, mapped block by block.
         """
+        if is_dask_array(x):
+            return self._transform_blocks(x)
         coef, intercept = self._map64()
         xt = as_float_tensor(x, "x", ndim=tuple(LAYOUTS))
-        if _features(xt) != self.n_features_in_:
-            raise ValueError(
-                f"x: has {_features(xt)} features but {type(self).__name__} was fitted on {self.n_features_in_}"
-            )
+        self._check_features_in(xt)
         coef = match_reference(coef, xt, "coef_", "x")
         intercept = match_reference(intercept, xt, "intercept_", "x")
         out = matmul(channels_as_rows(xt, "x"), coef)
         out = out + intercept if out.requires_grad else out.add_(intercept)
         return wrap_like(_as_layout(out, xt), x)
 
+    def _transform_blocks(self, x: Any) -> Any:
+        """``transform`` of a dask array, block by block: a lazy dask array with ``x``'s row chunks. The fitted map
+        (without the accumulated statistics) is one task of the graph, sent once to each worker."""
+        import dask
+
+        check_is_fitted(self, "coef_")
+        x = dask_rows(x, "x", ndim=tuple(LAYOUTS))
+        self._check_features_in(x)
+        chunks = list(x.chunks)
+        chunks[1 if x.ndim == 4 else -1] = (self.n_features_out_,)
+        light = copy.copy(self)
+        light.__dict__.pop("moments_", None)
+        meta = np.empty((0,) * x.ndim, dtype=x.dtype)
+        return x.map_blocks(_apply_map, dask.delayed(light), chunks=tuple(chunks), dtype=x.dtype, meta=meta)
+
+    def _check_features_in(self, x: Any) -> None:
+        if _features(x) != self.n_features_in_:
+            raise ValueError(
+                f"x: has {_features(x)} features but {type(self).__name__} was fitted on {self.n_features_in_}"
+            )
+
     def score(self, a: ArrayLike, b: ArrayLike) -> float:
         """R^2 of predicting ``b`` by ``transform(a)``, one number over all target features.
 
         ``1 - sum ||b_i - pred_i||^2 / sum ||b_i - mean(b)||^2`` (scikit-learn's ``r2_score`` with
         ``multioutput="variance_weighted"``), computed in float64 from the moments of (a, b), chunk by chunk.
-        (N, C, H, W) activations are scored per position, as they are fitted.
+        (N, C, H, W) activations are scored per position, as they are fitted. Dask arrays are reduced block by
+        block (``latentstitch.distributed``).
         """
         coef, intercept = self._map64()
-        at, bt = paired_activations(a, b)
+        at, bt = dask_activations(a, b) if is_dask_array(a) or is_dask_array(b) else paired_activations(a, b)
         if _features(at) != self.n_features_in_ or _features(bt) != self.n_features_out_:
             raise ValueError(
                 f"a, b: have {_features(at)} and {_features(bt)} features but {type(self).__name__} maps "
                 f"{self.n_features_in_} to {self.n_features_out_}"
             )
-        moments = CrossMoments()
-        for rows_a, rows_b in row_chunks(at, bt):
-            moments.update(rows_a, rows_b)
+        moments = moments_of_pair(at, bt)
         return residual_r2(moments, coef.to(moments.ab.device), intercept.to(moments.ab.device))
 
     def to_torch(self, dtype: torch.dtype = torch.float32) -> nn.Module:
@@ -197,6 +266,11 @@ class _MomentStitcher(_AffineMap):
 
         ``a``: (N, p), (N, T, p) or (N, p, H, W); ``b``: the same layout with q features. Memory beyond the inputs
         does not grow with N: statistics are accumulated a few samples at a time. Returns ``self``.
+
+        Dask arrays (``latentstitch.distributed``): every block of rows becomes float64 statistics on a worker, and
+        these are merged in a tree before the same solve, so the fit equals the in-memory one (to float64 rounding);
+        learned arrays are then numpy arrays. Computed on dask's current scheduler (the active
+        ``distributed.Client`` if any).
         """
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("_")]:
             delattr(self, name)
@@ -206,10 +280,15 @@ class _MomentStitcher(_AffineMap):
         """Add a chunk of paired activations to the statistics and refit; returns ``self``.
 
         A fit over a stream of chunks equals the one-shot ``fit`` on their concatenation (to float64 rounding for
-        the closed-form estimators, to the solver's tolerance for iterative ones).
+        the closed-form estimators, to the solver's tolerance for iterative ones). Accepts dask arrays, as ``fit``.
         """
         self._check_params()
-        at, bt = paired_activations(a, b)
+        if is_dask_array(a) or is_dask_array(b):
+            at, bt = dask_activations(a, b)
+            like, dtype = np.empty(0), torch.from_numpy(np.empty(0, dtype=at.dtype)).dtype  # numpy results
+        else:
+            at, bt = paired_activations(a, b)
+            like, dtype = a, at.dtype
         previous = getattr(self, "moments_", None)
         if previous is not None:
             if (_features(at), _features(bt)) != (self.n_features_in_, self.n_features_out_):
@@ -219,17 +298,15 @@ class _MomentStitcher(_AffineMap):
                 )
             if at.ndim != self.ndim_in_:
                 raise ValueError(f"a: {LAYOUTS[at.ndim]} activations, but earlier chunks were {LAYOUTS[self.ndim_in_]}")
-        chunk = CrossMoments(products=self._needed_products(), precision=self._precision)
-        for rows_a, rows_b in row_chunks(at, bt):
-            chunk.update(rows_a, rows_b)
+        chunk = moments_of_pair(at, bt, self._needed_products(), self._precision)
         if previous is not None:
             chunk = previous.merge(chunk)
-        learned = self._solve(chunk, input_dtype=at.dtype)
+        learned = self._solve(chunk, input_dtype=dtype)
         coef, intercept = learned.pop("coef_"), learned.pop("intercept_")
         self.moments_ = chunk
-        self._set_map(coef, intercept, a, at.ndim)
+        self._set_map(coef, intercept, like, at.ndim)
         for name, value in learned.items():
-            setattr(self, name, wrap_like(value, a) if isinstance(value, torch.Tensor) else value)
+            setattr(self, name, wrap_like(value, like) if isinstance(value, torch.Tensor) else value)
         return self
 
     def _check_params(self) -> None:
