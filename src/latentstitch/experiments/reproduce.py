@@ -19,7 +19,12 @@ HELP = "reproduce a paper experiment (--list shows them)"
 
 # name -> module. A reproduction module defines HELP (one line), PAPER (the citation) and
 # run(*, quick: bool, out_dir: Path, progress: bool) -> latentstitch.experiments._report.Report.
-REPRODUCTIONS: dict[str, str] = {}
+REPRODUCTIONS: dict[str, str] = {
+    "cross-lingual": "latentstitch.experiments.cross_lingual",
+    "latent-similarity-proxy-graph": "latentstitch.experiments.graph_similarity",
+    "robust-relative": "latentstitch.experiments.robust_relative",
+    "word-embeddings": "latentstitch.experiments.word_embeddings",
+}
 
 
 def load(name: str) -> ModuleType:
