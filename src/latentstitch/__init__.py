@@ -1,12 +1,21 @@
 """latentstitch: make the latent spaces of independently trained networks talk to each other.
 
 Folders by concept:
-- ``latentstitch.relative``: relative representations (similarity to anchors), anchor selection, torch modules.
+- ``latentstitch.relative``: relative representations (similarity to anchors), anchor selection, torch layers.
+- ``latentstitch.stitching``: stitching layers fitted by direct matching (least squares, Procrustes, reduced rank,
+  L1) and latent translation.
+- ``latentstitch.similarity``: similarity indices (CKA, CCA family, Procrustes, RSA, neighbourhood agreement).
 - ``latentstitch.invariance``: the transformations latent spaces are compared under.
-- ``latentstitch.models``, ``latentstitch.data``, ``latentstitch.experiments``: what the demo and the
-  reproductions are built from.
+- ``latentstitch.models``, ``latentstitch.losses``, ``latentstitch.training``: models with absolute or relative
+  latents, topological densification, the training loop.
+- ``latentstitch.data``, ``latentstitch.encoders``: real datasets and pretrained encoders that install from the
+  package registries (optional extras).
+- ``latentstitch.experiments``: the demo and the paper reproductions (``latentstitch reproduce --list``).
+
+The names users type most are re-exported here.
 """
 
+from latentstitch import invariance, relative, similarity, stitching
 from latentstitch.relative import (
     Centering,
     L2Normalization,
@@ -16,16 +25,30 @@ from latentstitch.relative import (
     relative_projection,
     select_anchors,
 )
+from latentstitch.similarity import cka, compare, pairwise
+from latentstitch.stitching import LatentTranslator, LeastSquares, Procrustes, ReducedRank, SparseLasso
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Centering",
     "L2Normalization",
+    "LatentTranslator",
+    "LeastSquares",
+    "Procrustes",
+    "ReducedRank",
     "RelativeProjection",
     "RobustRelativeProjection",
+    "SparseLasso",
     "StandardScaling",
     "__version__",
+    "cka",
+    "compare",
+    "invariance",
+    "pairwise",
+    "relative",
     "relative_projection",
     "select_anchors",
+    "similarity",
+    "stitching",
 ]
