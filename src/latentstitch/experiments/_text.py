@@ -69,10 +69,13 @@ def embed(encoder: str, texts: Sequence[str], *, progress: bool, encoders: dict 
     path = model.cache_path(list(texts), cache=True)
     if path is not None and path.exists():
         return model.encode(list(texts), cache=True, progress=False)
+    from threadpoolctl import threadpool_limits
+
     threads = torch.get_num_threads()
     torch.set_num_threads(max(threads, 2))
     try:
-        return model.encode(list(texts), cache=True, progress=progress)
+        with threadpool_limits(max(threads, 2)):
+            return model.encode(list(texts), cache=True, progress=progress)
     finally:
         torch.set_num_threads(threads)
 

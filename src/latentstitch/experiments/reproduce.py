@@ -20,6 +20,7 @@ HELP = "reproduce a paper experiment (--list shows them)"
 # name -> module. A reproduction module defines HELP (one line), PAPER (the citation) and
 # run(*, quick: bool, out_dir: Path, progress: bool) -> latentstitch.experiments._report.Report.
 REPRODUCTIONS: dict[str, str] = {
+    "cross-architecture-text": "latentstitch.experiments.cross_architecture_text",
     "cross-lingual": "latentstitch.experiments.cross_lingual",
     "latent-similarity-proxy-graph": "latentstitch.experiments.graph_similarity",
     "robust-relative": "latentstitch.experiments.robust_relative",
@@ -56,9 +57,13 @@ def main(args: argparse.Namespace) -> int:
         Console().print(table)
         return 0
     import torch
+    from threadpoolctl import threadpool_limits
 
     module = load(args.name)
     torch.set_num_threads(args.threads)
+    # numpy's BLAS too: small products (latentstitch._backend routes no-grad CPU products to it) lose most of their
+    # time to idle BLAS threads on a busy machine.
+    threadpool_limits(args.threads)
     out_dir = args.out or Path("results") / args.name
     report = module.run(quick=args.quick, out_dir=out_dir, progress=not args.quiet)
     report.write(out_dir)
