@@ -85,3 +85,19 @@ def test_a_relative_head_reads_a_rotated_encoder_zero_shot_and_an_absolute_one_c
     encoder_b = RelativeHead(anchors_b, 3, recipe=recipe)  # "encoder B": only its anchors matter for encode
     with torch.no_grad():
         torch.testing.assert_close(Stitched(encoder_b, relative)(x_b), relative(x))
+
+
+def test_centred_relative_head_ignores_a_translation_of_the_space():
+    torch.manual_seed(0)
+    anchors, x = torch.randn(12, 6), torch.randn(20, 6)
+    shift = torch.randn(6) * 5
+    centred = RelativeHead(anchors, 3, center=True).eval()
+    torch.testing.assert_close(centred.encode(x + shift, anchors + shift), centred.encode(x), atol=1e-5, rtol=0)
+    expected = torch.nn.functional.normalize(
+        torch.nn.functional.normalize(x - anchors.mean(0), dim=1)
+        @ torch.nn.functional.normalize(anchors - anchors.mean(0), dim=1).T,
+        dim=1,
+    )
+    torch.testing.assert_close(centred.encode(x), expected)
+    plain = RelativeHead(anchors, 3).eval()
+    assert not torch.allclose(plain.encode(x + shift, anchors + shift), plain.encode(x), atol=1e-3)

@@ -20,6 +20,11 @@ HELP = "reproduce a paper experiment (--list shows them)"
 # name -> module. A reproduction module defines HELP (one line), PAPER (the citation) and
 # run(*, quick: bool, out_dir: Path, progress: bool) -> latentstitch.experiments._report.Report.
 REPRODUCTIONS: dict[str, str] = {
+    "cross-architecture-text": "latentstitch.experiments.cross_architecture_text",
+    "cross-lingual": "latentstitch.experiments.cross_lingual",
+    "latent-similarity-proxy-graph": "latentstitch.experiments.graph_similarity",
+    "robust-relative": "latentstitch.experiments.robust_relative",
+    "word-embeddings": "latentstitch.experiments.word_embeddings",
     "frankenstein": "latentstitch.experiments.frankenstein",
 }
 

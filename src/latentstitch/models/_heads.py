@@ -79,14 +79,19 @@ class RelativeHead(nn.Module):
     num_classes : int
     recipe : {"text", "vision"}
         See ``stitching_head``.
+    center : bool
+        Subtract the mean of the anchors in use before the cosine (the held anchors', or those passed to
+        ``forward`` when reading another encoder: each space is centred on its own anchors). Adds invariance to
+        translations of the embedding space. Off by default, as in the official code.
     """
 
     relative = True
 
-    def __init__(self, anchors: torch.Tensor, num_classes: int, *, recipe: str = "text"):
+    def __init__(self, anchors: torch.Tensor, num_classes: int, *, recipe: str = "text", center: bool = False):
         super().__init__()
         anchors = as_float_tensor(anchors, "anchors", ndim=2, min_rows=1)
-        self.projection = RelativeProjection("cosine", anchors=anchors, output_norm="l2")
+        self.center = center
+        self.projection = RelativeProjection("cosine", anchors=anchors, output_norm="l2", center=center)
         self.latent_width = anchors.shape[0]
         self.head = stitching_head(self.latent_width, num_classes, recipe)
 
