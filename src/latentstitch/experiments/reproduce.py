@@ -19,7 +19,11 @@ HELP = "reproduce a paper experiment (--list shows them)"
 
 # name -> module. A reproduction module defines HELP (one line), PAPER (the citation) and
 # run(*, quick: bool, out_dir: Path, progress: bool) -> latentstitch.experiments._report.Report.
-REPRODUCTIONS: dict[str, str] = {}
+REPRODUCTIONS: dict[str, str] = {
+    "ae-stitching": "latentstitch.experiments.ae_stitching",
+    "latent-similarity-proxy": "latentstitch.experiments.latent_similarity_proxy",
+    "relative-training": "latentstitch.experiments.relative_training",
+}
 
 
 def load(name: str) -> ModuleType:
