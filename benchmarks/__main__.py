@@ -29,9 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(args.names) - set(available()))
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(available())}")
+    # Import first, pin threads after: threadpoolctl only limits the BLAS/OpenMP libraries already loaded, and a
+    # benchmark's imports (scipy, sklearn) may load their own.
+    modules = [importlib.import_module(f"benchmarks.{name}") for name in args.names or available()]
     print(set_threads(args.threads))
-    for name in args.names or available():
-        importlib.import_module(f"benchmarks.{name}").run(args)
+    for module in modules:
+        module.run(args)
     return 0
 
 

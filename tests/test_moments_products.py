@@ -18,12 +18,12 @@ def data(n=500, seed=0):
 def test_input_precision_products_are_close_to_float64():
     a, b = data()
     exact = CrossMoments().update(a, b)
-    fast = CrossMoments(products="input").update(a.astype(np.float32), b.astype(np.float32))
+    fast = CrossMoments(precision="input").update(a.astype(np.float32), b.astype(np.float32))
     assert fast.product_dtype(torch.float32) == torch.float32
     for method in ("centered_aa", "centered_ab", "centered_bb"):
         torch.testing.assert_close(getattr(fast, method)(), getattr(exact, method)(), rtol=1e-5, atol=1e-3)
     # float64 data keeps float64 products in either mode
-    torch.testing.assert_close(CrossMoments(products="input").update(a, b).centered_ab(), exact.centered_ab())
+    torch.testing.assert_close(CrossMoments(precision="input").update(a, b).centered_ab(), exact.centered_ab())
 
 
 def test_blocks_do_not_change_the_moments(monkeypatch):
@@ -44,6 +44,8 @@ def test_track_grad_gives_gradients_of_centred_moments():
     assert CrossMoments().update(a, b).centered_ab().requires_grad is False
 
 
-def test_unknown_products_option():
-    with pytest.raises(ValueError, match="products: expected one of"):
-        CrossMoments(products="half")
+def test_unknown_options_are_named():
+    with pytest.raises(ValueError, match="precision: expected one of"):
+        CrossMoments(precision="half")
+    with pytest.raises(TypeError, match="products: expected a tuple of names"):
+        CrossMoments(products="input")

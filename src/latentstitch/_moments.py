@@ -9,6 +9,9 @@ distributed engine.
 Numerics: moments are accumulated about a *shift* (the mean of the first block of rows), not about zero, so
 centring later does not suffer catastrophic cancellation when the mean is large compared with the spread. Chunks are
 processed in blocks of rows, so the memory used beyond the running sums is one block, whatever the chunk size.
+A consumer that needs only some of the second moments names them in ``products`` and skips the others' cost;
+``precision="input"`` takes each block's products in float32 for float32 data (2-3x faster) and accumulates across
+blocks in float64.
 """
 
 from __future__ import annotations
@@ -26,6 +29,12 @@ from latentstitch._validation import ArrayLike, as_float_tensor, check_choice, c
 # cost a few percent).
 _BLOCK_ELEMENTS = 1 << 23
 
+SECOND_MOMENTS = ("aa", "ab", "bb")
+PRODUCTS = (*SECOND_MOMENTS, "aa_diag", "bb_diag")  # *_diag: per-feature sums of squares alone
+PRECISIONS = ("float64", "input")
+_SUMS = ("sum_a", "sum_b", "aa_diag", "bb_diag", "aa", "ab", "bb")
+_FIELDS = ("shift_a", "shift_b", *_SUMS)
+
 
 class CrossMoments:
     """Count, sums and second moments of paired rows ``a`` (n, p) and ``b`` (n, q), accumulated in float64.
@@ -36,7 +45,11 @@ class CrossMoments:
 
     Parameters
     ----------
-    products : {"float64", "input"}
+    products : tuple of {"aa", "ab", "bb", "aa_diag", "bb_diag"}
+        Second moments to accumulate: the full products ``aa``, ``ab``, ``bb`` by default. ``aa_diag`` / ``bb_diag``
+        keep only the per-feature sums of squares (``centered_aa_diag()``...), which ``aa`` / ``bb`` also provide.
+        Counts and sums are always kept; asking for a statistic that was skipped raises an error.
+    precision : {"float64", "input"}
         Precision of each block's products. ``"float64"`` (default) converts every block to float64 first.
         ``"input"`` multiplies in the data's own precision (float32 stays float32; float16/bfloat16 are promoted to
         float32) and only accumulates the block results in float64: 2-3x faster for float32 data, at the cost of
@@ -46,14 +59,21 @@ class CrossMoments:
         respect to them (used by differentiable similarity indices). Off by default: inputs are detached.
     """
 
-    def __init__(self, *, products: str = "float64", track_grad: bool = False) -> None:
-        self.products = check_choice(products, "products", ("float64", "input"))
+    def __init__(
+        self, *, products: tuple[str, ...] = SECOND_MOMENTS, precision: str = "float64", track_grad: bool = False
+    ) -> None:
+        if isinstance(products, str):
+            raise TypeError(f"products: expected a tuple of names from {PRODUCTS}, got the string {products!r}")
+        self.products = tuple(check_choice(p, "products", PRODUCTS) for p in products)
+        self.precision = check_choice(precision, "precision", PRECISIONS)
         self.track_grad = track_grad
         self.count = 0
         self.shift_a: torch.Tensor | None = None
         self.shift_b: torch.Tensor | None = None
         self.sum_a: torch.Tensor | None = None  # sum of (a - shift_a)
         self.sum_b: torch.Tensor | None = None
+        self.aa_diag: torch.Tensor | None = None  # per-feature sum of (a - shift_a)^2, kept only without aa
+        self.bb_diag: torch.Tensor | None = None
         self.aa: torch.Tensor | None = None  # sum of (a - shift_a)^T (a - shift_a)
         self.ab: torch.Tensor | None = None
         self.bb: torch.Tensor | None = None
@@ -106,7 +126,7 @@ class CrossMoments:
 
     def product_dtype(self, dtype: torch.dtype) -> torch.dtype:
         """The precision the products of data of ``dtype`` are taken in."""
-        if self.products == "float64" or dtype == torch.float64:
+        if self.precision == "float64" or dtype == torch.float64:
             return torch.float64
         return torch.float32
 
@@ -121,13 +141,21 @@ class CrossMoments:
         # Column sums of one block are taken in the product precision (they are small: the rows are shifted); the
         # first block's are known from its mean.
         self._accumulate("sum_a", sum_a if first else da.sum(dim=0))
-        self._accumulate("aa", matmul(da.T, da))
+        # a.T @ a of one buffer is a symmetric rank-k update (half the work) in numpy's BLAS, which _backend uses
+        if "aa" in self.products:
+            self._accumulate("aa", matmul(da.T, da))
+        elif "aa_diag" in self.products:
+            self._accumulate("aa_diag", (da * da).sum(dim=0))
         db = None
         if b is not None:
             db = b - self.shift_b.to(b.dtype)
             self._accumulate("sum_b", sum_b if first else db.sum(dim=0))
-            self._accumulate("ab", matmul(da.T, db))
-            self._accumulate("bb", matmul(db.T, db))
+            if "ab" in self.products:
+                self._accumulate("ab", matmul(da.T, db))
+            if "bb" in self.products:
+                self._accumulate("bb", matmul(db.T, db))
+            elif "bb_diag" in self.products:
+                self._accumulate("bb_diag", (db * db).sum(dim=0))
         return da, db
 
     def _accumulate(self, field: str, value: torch.Tensor) -> None:
@@ -151,7 +179,7 @@ class CrossMoments:
         if block is None:
             return None, None
         mean = block.detach().mean(dim=0).to(torch.float64)
-        shift = mean.float().double() if self.products == "input" else mean
+        shift = mean.float().double() if self.precision == "input" else mean
         if self.track_grad:
             return shift, (block - shift.to(block.dtype)).sum(dim=0)
         return shift, block.shape[0] * (mean - shift)
@@ -164,42 +192,59 @@ class CrossMoments:
             return other.copy()
         if other.paired != self.paired:
             raise ValueError("other: cannot merge paired and unpaired statistics")
+        if self._kept() != other._kept():
+            raise ValueError(f"other: holds products {other._kept()}, this accumulator {self._kept()}")
         merged = self.copy()
         moved = other._reshifted(self.shift_a, self.shift_b)
         merged.count += moved.count
-        for field in ("sum_a", "aa", "sum_b", "ab", "bb"):
+        for field in _SUMS:
             mine = getattr(merged, field)
             if mine is not None:
                 setattr(merged, field, mine + getattr(moved, field).to(mine.device))
         return merged
 
+    def _kept(self) -> tuple[str, ...]:
+        return tuple(f for f in PRODUCTS if getattr(self, f) is not None)
+
+    def _options(self) -> dict[str, object]:
+        return {"products": self.products, "precision": self.precision, "track_grad": self.track_grad}
+
     def _reshifted(self, shift_a: torch.Tensor, shift_b: torch.Tensor | None) -> CrossMoments:
         # Moments about s' = s + delta from moments about s:
         #   sum(x - s') = S1 - n delta;  sum (x-s')(y-t')^T = S_xy - S1x dy^T - dx S1y^T + n dx dy^T
-        out = CrossMoments(products=self.products, track_grad=self.track_grad)
+        out = CrossMoments(**self._options())
         out.count = n = self.count
         da = shift_a.to(self.shift_a.device) - self.shift_a
         out.shift_a, out.sum_a = shift_a, self.sum_a - n * da
-        out.aa = self.aa - torch.outer(self.sum_a, da) - torch.outer(da, self.sum_a) + n * torch.outer(da, da)
+        if self.aa_diag is not None:
+            out.aa_diag = self.aa_diag - 2 * self.sum_a * da + n * da * da
+        if self.aa is not None:
+            out.aa = self.aa - torch.outer(self.sum_a, da) - torch.outer(da, self.sum_a) + n * torch.outer(da, da)
         if self.paired:
             db = shift_b.to(self.shift_b.device) - self.shift_b
             out.shift_b, out.sum_b = shift_b, self.sum_b - n * db
-            out.ab = self.ab - torch.outer(self.sum_a, db) - torch.outer(da, self.sum_b) + n * torch.outer(da, db)
-            out.bb = self.bb - torch.outer(self.sum_b, db) - torch.outer(db, self.sum_b) + n * torch.outer(db, db)
+            if self.bb_diag is not None:
+                out.bb_diag = self.bb_diag - 2 * self.sum_b * db + n * db * db
+            if self.ab is not None:
+                out.ab = self.ab - torch.outer(self.sum_a, db) - torch.outer(da, self.sum_b) + n * torch.outer(da, db)
+            if self.bb is not None:
+                out.bb = self.bb - torch.outer(self.sum_b, db) - torch.outer(db, self.sum_b) + n * torch.outer(db, db)
         return out
 
     def copy(self) -> CrossMoments:
-        out = CrossMoments(products=self.products, track_grad=self.track_grad)
+        out = CrossMoments(**self._options())
         out.count = self.count
-        for field in ("shift_a", "shift_b", "sum_a", "sum_b", "aa", "ab", "bb"):
+        for field in _FIELDS:
             value = getattr(self, field)
             setattr(out, field, None if value is None else value.clone())
         return out
 
     # --- results -------------------------------------------------------------------------------------------
-    def _require(self, minimum: int = 1) -> None:
+    def _require(self, minimum: int = 1, product: str | None = None) -> None:
         if self.count < minimum:
             raise ValueError(f"needs at least {minimum} samples, got {self.count}")
+        if product is not None and getattr(self, product) is None:
+            raise ValueError(f"{product}: not accumulated (this accumulator keeps products {self._kept()})")
 
     @property
     def mean_a(self) -> torch.Tensor:
@@ -213,37 +258,63 @@ class CrossMoments:
 
     def centered_aa(self) -> torch.Tensor:
         """``sum_i (a_i - mean_a)(a_i - mean_a)^T`` (scatter matrix, not divided by n)."""
-        self._require()
+        self._require(product="aa")
         return torch.addr(self.aa, self.sum_a, self.sum_a, alpha=-1.0 / self.count)
 
     def centered_ab(self) -> torch.Tensor:
-        self._require()
+        self._require(product="ab")
         return torch.addr(self.ab, self.sum_a, self.sum_b, alpha=-1.0 / self.count)
 
     def centered_bb(self) -> torch.Tensor:
-        self._require()
+        self._require(product="bb")
         return torch.addr(self.bb, self.sum_b, self.sum_b, alpha=-1.0 / self.count)
 
     def raw_aa(self) -> torch.Tensor:
         """``sum_i a_i a_i^T`` (about zero, uncentred)."""
-        self._require()
+        self._require(product="aa")
         s = self.shift_a
         return self.aa + torch.outer(self.sum_a, s) + torch.outer(s, self.sum_a) + self.count * torch.outer(s, s)
 
     def raw_ab(self) -> torch.Tensor:
-        self._require()
+        self._require(product="ab")
         sa, sb = self.shift_a, self.shift_b
         return self.ab + torch.outer(self.sum_a, sb) + torch.outer(sa, self.sum_b) + self.count * torch.outer(sa, sb)
 
     def raw_bb(self) -> torch.Tensor:
-        self._require()
+        self._require(product="bb")
         s = self.shift_b
         return self.bb + torch.outer(self.sum_b, s) + torch.outer(s, self.sum_b) + self.count * torch.outer(s, s)
+
+    def _squares(self, side: str) -> torch.Tensor:
+        """Per-feature sums of squares about the shift, from the full product if kept."""
+        full = getattr(self, side + side)
+        if full is not None:
+            return full.diagonal()
+        self._require(product=f"{side}{side}_diag")
+        return getattr(self, f"{side}{side}_diag")
+
+    def centered_aa_diag(self) -> torch.Tensor:
+        """``sum_i (a_i - mean_a)^2`` per feature: the diagonal of ``centered_aa()`` (needs ``aa`` or ``aa_diag``)."""
+        self._require()
+        return self._squares("a") - self.sum_a**2 / self.count
+
+    def centered_bb_diag(self) -> torch.Tensor:
+        self._require()
+        return self._squares("b") - self.sum_b**2 / self.count
+
+    def raw_aa_diag(self) -> torch.Tensor:
+        """``sum_i a_i^2`` per feature (about zero)."""
+        self._require()
+        return self._squares("a") + 2 * self.sum_a * self.shift_a + self.count * self.shift_a**2
+
+    def raw_bb_diag(self) -> torch.Tensor:
+        self._require()
+        return self._squares("b") + 2 * self.sum_b * self.shift_b + self.count * self.shift_b**2
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         """Tensors only (safetensors-ready); ``from_state_dict`` restores."""
         state = {"count": torch.tensor(self.count, dtype=torch.int64)}
-        for field in ("shift_a", "shift_b", "sum_a", "sum_b", "aa", "ab", "bb"):
+        for field in _FIELDS:
             value = getattr(self, field)
             if value is not None:
                 state[field] = value.detach().clone()  # a snapshot: later updates add in place
@@ -251,10 +322,12 @@ class CrossMoments:
 
     @classmethod
     def from_state_dict(cls, state: dict[str, torch.Tensor], **options: object) -> CrossMoments:
-        """Restore a ``state_dict``; ``options`` are the constructor's (``products``, ``track_grad``)."""
+        """Restore a ``state_dict``; ``options`` are the constructor's (``precision``, ``track_grad``; ``products``
+        defaults to the products present in ``state``)."""
+        options.setdefault("products", tuple(p for p in PRODUCTS if p in state) or SECOND_MOMENTS)
         out = cls(**options)
         out.count = int(state["count"])
-        for field in ("shift_a", "shift_b", "sum_a", "sum_b", "aa", "ab", "bb"):
+        for field in _FIELDS:
             value = state.get(field)
             setattr(out, field, None if value is None else value.clone())
         return out

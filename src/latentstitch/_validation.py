@@ -137,6 +137,21 @@ def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:
     return int(value)
 
 
+def check_bool(value: object, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {value!r}")
+    return bool(value)
+
+
+def check_nonnegative(value: object, name: str) -> float:
+    """A finite real number >= 0 (regularisation strengths, tolerances)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: expected a number, got {type(value).__name__}")
+    if not (np.isfinite(value) and value >= 0):
+        raise ValueError(f"{name}: expected a finite number >= 0, got {value}")
+    return float(value)
+
+
 def check_choice(value: object, name: str, choices: Sequence[str]) -> str:
     if value not in choices:
         raise ValueError(f"{name}: expected one of {', '.join(repr(c) for c in choices)}; got {value!r}")

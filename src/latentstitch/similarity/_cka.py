@@ -109,13 +109,13 @@ class _RowNormSums:
 class CKAStatistics:
     """Sufficient statistics of linear CKA in feature space: ``CrossMoments`` (+ row-norm sums when debiased).
 
-    Products are taken in the data's precision (float32 stays float32, see ``CrossMoments(products="input")``) and
+    Products are taken in the data's precision (float32 stays float32, see ``CrossMoments(precision="input")``) and
     accumulated in float64.
     """
 
     def __init__(self, debiased: bool, *, track_grad: bool = False):
         self.debiased = debiased
-        self.moments = CrossMoments(products="input", track_grad=track_grad)
+        self.moments = CrossMoments(precision="input", track_grad=track_grad)
         self.row_norms = _RowNormSums() if debiased else None
 
     def update(self, x: torch.Tensor, y: torch.Tensor, *, finite_checked: bool = False) -> CKAStatistics:
@@ -170,7 +170,7 @@ class CKAStatistics:
     def from_state_dict(cls, state: dict[str, torch.Tensor], debiased: bool) -> CKAStatistics:
         out = cls(debiased)
         out.moments = CrossMoments.from_state_dict(
-            {k.split(".", 1)[1]: v for k, v in state.items() if k.startswith("moments.")}, products="input"
+            {k.split(".", 1)[1]: v for k, v in state.items() if k.startswith("moments.")}, precision="input"
         )
         if debiased and "row_norms.qq" in state:
             out.row_norms = _RowNormSums({k: state[f"row_norms.{k}"] for k in _RowNormSums.FIELDS})

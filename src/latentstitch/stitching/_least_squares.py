@@ -1,0 +1,64 @@
+"""Least-squares matching, the direct-matching stitching layer of Dr. Frankenstein (Csiszárik et al., 2021)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from latentstitch._moments import CrossMoments, solve_least_squares
+from latentstitch._validation import check_bool, check_nonnegative
+from latentstitch.stitching._base import _MomentStitcher
+
+
+class LeastSquares(_MomentStitcher):
+    """The least-squares stitching map ``M = pinv([A, 1]) B`` (the paper's ``ps_inv``), optionally ridge-regularised.
+
+    Minimises ``||A M + 1 c^T - B||_F^2 + ridge ||M||_F^2`` over ``M`` (p, q) and the intercept ``c`` (q,). Solved
+    in float64 from accumulated sufficient statistics (``A^T A``, ``A^T B``, sums, count), so ``fit`` needs no
+    more memory than one chunk of samples whatever N, and ``partial_fit`` over a stream equals a one-shot fit.
+
+    Rank deficiency (fewer samples than features, duplicated or constant features) is never truncated silently:
+    directions with eigenvalue below ``p * eps64 * max eigenvalue`` of the Gram matrix get the minimum-norm
+    solution and a ``RankDeficiencyWarning`` names the numerical rank. Use ``ridge > 0`` for a unique solution.
+
+    Parameters
+    ----------
+    bias : bool
+        Fit an intercept (default; the normal equations then use centred moments). ``bias=False`` gives
+        ``pinv(A) B``, a map through the origin.
+    ridge : float
+        L2 penalty on ``M`` (not on the intercept), in units of the unnormalised Gram matrix ``A^T A``.
+
+    Attributes
+    ----------
+    coef_ : (p, q), intercept_ : (q,)
+        ``transform(a) = a @ coef_ + intercept_``; float64, of the fit input's type.
+    rank_ : int
+        Numerical rank of the (centred, if ``bias``) Gram matrix of ``a``.
+    moments_ : CrossMoments
+        The accumulated statistics (``A^T A``, ``A^T B``; not ``B^T B``).
+
+    Invariances: the fitted *predictions* are unchanged by any invertible linear map of ``a`` (and, with ``bias``,
+    by translations of ``a``); ``coef_`` transforms accordingly. Conventions of inputs and layouts: see
+    ``latentstitch.stitching``.
+
+    Examples
+    --------
+    >>> stitch = LeastSquares().fit(acts_model1, acts_model2)   # doctest: +SKIP
+    >>> layer = stitch.to_torch()                                # 1x1 conv for (N, C, H, W) activations
+    """
+
+    _products = ("aa", "ab")
+
+    def __init__(self, bias: bool = True, ridge: float = 0.0):
+        self.bias = bias
+        self.ridge = ridge
+
+    def _check_params(self) -> None:
+        check_bool(self.bias, "bias")
+        check_nonnegative(self.ridge, "ridge")
+
+    def _solve(self, moments: CrossMoments, *, input_dtype: torch.dtype) -> dict[str, Any]:
+        coef, intercept, rank = solve_least_squares(moments, bias=self.bias, ridge=float(self.ridge))
+        return {"coef_": coef, "intercept_": intercept, "rank_": rank}

@@ -1,0 +1,99 @@
+"""Orthogonal Procrustes matching (the paper's ``ls_orth``), optionally centred and isotropically scaled."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import torch
+
+from latentstitch._moments import CrossMoments, RankDeficiencyWarning
+from latentstitch._validation import check_bool
+from latentstitch.stitching._base import _MomentStitcher, intercept_for
+
+
+class Procrustes(_MomentStitcher):
+    """The orthogonal map closest to matching ``a`` onto ``b``: ``R = U V^T`` from the SVD ``A^T B = U S V^T``.
+
+    Minimises ``||s A R + 1 c^T - B||_F`` over ``R`` with orthonormal rows or columns, and optionally the scale
+    ``s`` and intercept ``c``. By default neither: no bias and no centring, as the paper's ``ls_orth``.
+
+    Different widths p != q: both sides are zero-padded to ``max(p, q)`` features and an orthogonal map of that size
+    is fitted; ``coef_`` is its (p, q) block that maps ``a``'s features onto ``b``'s, so ``transform`` outputs q
+    features. It has orthonormal rows when p <= q (an isometric embedding) and orthonormal columns when p > q
+    (an orthogonal projection onto q directions, then a rotation). Equivalently, ``R = U V^T`` from the thin SVD.
+
+    Numerics: only ``A^T B`` (and, for ``scale``, the squared norm of ``a``) are accumulated. Each chunk's product
+    is taken in the input's precision (float32 for float32 inputs, as ``scipy.linalg.orthogonal_procrustes`` does)
+    and accumulated across chunks in float64; pass float64 inputs for a float64-exact fit. If ``A^T B`` is
+    rank-deficient (e.g. fewer samples than features) the map is not unique on the missing directions: one
+    optimum is returned and a ``RankDeficiencyWarning`` names the numerical rank.
+
+    Parameters
+    ----------
+    center : bool
+        Centre both sides with their means first and fit an intercept ``c = mean_b - mean_a @ coef_``.
+    scale : bool
+        Fit an isotropic scale ``s = trace(S) / ||A||_F^2`` (of the centred ``a`` if ``center``), the least-squares
+        optimum given ``R``; ``coef_ = s R``.
+
+    Attributes
+    ----------
+    coef_ : (p, q), intercept_ : (q,)
+        ``transform(a) = a @ coef_ + intercept_`` (intercept zero unless ``center``).
+    scale_ : float
+        The fitted scale (1.0 without ``scale``).
+    rank_ : int
+        Numerical rank of the (centred) cross-product ``A^T B``.
+
+    Invariances: rotating or reflecting ``a`` (or ``b``) by an orthogonal matrix changes ``coef_`` accordingly and
+    leaves the fitted predictions unchanged; so does an isotropic rescaling of ``a`` when ``scale``, and a
+    translation of either side when ``center``.
+    """
+
+    _products = ("ab",)
+    _precision = "input"
+
+    def __init__(self, center: bool = False, scale: bool = False):
+        self.center = center
+        self.scale = scale
+
+    def _check_params(self) -> None:
+        check_bool(self.center, "center")
+        check_bool(self.scale, "scale")
+
+    def _needed_products(self) -> tuple[str, ...]:
+        return ("ab", "aa_diag") if self.scale else ("ab",)
+
+    def _solve(self, moments: CrossMoments, *, input_dtype: torch.dtype) -> dict[str, Any]:
+        cross = moments.centered_ab() if self.center else moments.raw_ab()
+        u, s, vh = torch.linalg.svd(cross, full_matrices=False)
+        # Products were taken in the input's precision, so singular values below its rounding level are noise
+        work = torch.promote_types(input_dtype, torch.float32)
+        eps = torch.finfo(work).eps
+        rank = int((s > max(cross.shape) * eps * s[0]).sum()) if s[0] > 0 else 0
+        if rank < min(cross.shape):
+            samples = moments.count - int(self.center)
+            if samples < min(cross.shape):
+                cause = f"there are fewer samples ({moments.count}) than features"
+            elif work != torch.float64:
+                cause = f"its weakest directions are below {work} resolution; pass float64 inputs"
+            else:
+                cause = "the features are (nearly) collinear"
+            warnings.warn(
+                f"a, b: the cross-product A^T B{' (centred)' if self.center else ''} has numerical rank {rank} < "
+                f"{min(cross.shape)}: {cause}. The orthogonal map is not unique on the missing directions and one "
+                "optimum is returned.",
+                RankDeficiencyWarning,
+                stacklevel=4,
+            )
+        coef = u @ vh
+        scale = 1.0
+        if self.scale:
+            total = (moments.centered_aa_diag() if self.center else moments.raw_aa_diag()).sum()
+            if total <= 0:
+                raise ValueError("a: is constant (zero after centring), so no scale can be fitted")
+            scale = float(s.sum() / total)
+            coef = coef * scale
+        intercept = intercept_for(moments, coef, self.center)
+        return {"coef_": coef, "intercept_": intercept, "scale_": scale, "rank_": rank}

@@ -1,0 +1,81 @@
+"""Latent space translation: map embeddings of one space into another, estimated from parallel anchors only."""
+
+from __future__ import annotations
+
+import torch
+from sklearn.base import clone
+
+from latentstitch._validation import ArrayLike, as_float_tensor, check_bool, check_same_rows
+from latentstitch.relative import StandardScaling
+from latentstitch.stitching._base import _AffineMap
+from latentstitch.stitching._procrustes import Procrustes
+
+
+class LatentTranslator(_AffineMap):
+    """Translate embeddings of space X into space Y, so that a head trained on Y consumes X directly.
+
+    Fitted on parallel anchors only (the same inputs embedded by both encoders): each side is standard-scaled
+    with its anchors' per-feature mean and standard deviation (``latentstitch.relative.StandardScaling``), the
+    ``stitcher`` is fitted from scaled X anchors to scaled Y anchors, and the target scaling is undone:
+    ``y = inverse_scale_Y(stitcher(scale_X(x)))``. This is the direct counterpart of relative representations,
+    which map both spaces into a shared anchor-relative space instead; with Procrustes as the stitcher it is the
+    latent space translation of Maiorca et al. (NeurIPS 2023).
+
+    The whole translation is affine, so it is folded into one ``coef_``/``intercept_`` pair: ``transform``,
+    ``score``, ``to_torch`` (one ``nn.Linear``), ``save``/``load`` work as for every stitcher.
+
+    Parameters
+    ----------
+    stitcher : estimator, optional
+        Any stitcher of ``latentstitch.stitching`` (cloned, never modified). Default ``Procrustes()``: after
+        standard scaling both sides, an orthogonal map (zero-padded when the widths differ).
+    standardize : bool
+        Standard-scale both sides (default). ``False`` fits the stitcher on the raw anchors.
+
+    Attributes
+    ----------
+    coef_ : (p, q), intercept_ : (q,)
+        The composed map ``transform(x) = x @ coef_ + intercept_``.
+    stitcher_ : estimator
+        The fitted clone of ``stitcher``, in scaled coordinates.
+    source_scaler_, target_scaler_ : StandardScaling or None
+        The anchors' scalers (None without ``standardize``).
+
+    Invariances: with ``standardize``, the translated output is unchanged by per-feature rescaling and
+    translation of X (the scaling absorbs them); the stitcher's invariances apply on top (Procrustes: rotations).
+    Inputs are 2-D embeddings (N, p) and (N, q).
+    """
+
+    def __init__(self, stitcher: _AffineMap | None = None, standardize: bool = True):
+        self.stitcher = stitcher
+        self.standardize = standardize
+
+    def fit(self, a: ArrayLike, b: ArrayLike) -> LatentTranslator:
+        """Fit from parallel anchors: ``a`` (N, p) in the source space, ``b`` (N, q) the same inputs in the target
+        space. Returns ``self``."""
+        check_bool(self.standardize, "standardize")
+        if self.stitcher is not None and not isinstance(self.stitcher, _AffineMap):
+            raise TypeError(
+                f"stitcher: expected a stitcher of latentstitch.stitching, got {type(self.stitcher).__name__}"
+            )
+        at = as_float_tensor(a, "a", ndim=2, min_rows=1)
+        bt = as_float_tensor(b, "b", ndim=2, min_rows=1)
+        check_same_rows(at, bt, "a", "b")
+        self.source_scaler_ = StandardScaling().fit(a) if self.standardize else None
+        self.target_scaler_ = StandardScaling().fit(b) if self.standardize else None
+        scaled_a = a if self.source_scaler_ is None else self.source_scaler_.transform(a)
+        scaled_b = b if self.target_scaler_ is None else self.target_scaler_.transform(b)
+        self.stitcher_ = clone(Procrustes() if self.stitcher is None else self.stitcher).fit(scaled_a, scaled_b)
+        coef, intercept = (t.clone() for t in self.stitcher_._map64())
+        if self.standardize:
+            # x -> ((x - mu_x) / s_x) W + c -> (...) * s_y + mu_y, folded into one affine map
+            mean_x, scale_x = (_float64(getattr(self.source_scaler_, n), coef) for n in ("mean_", "scale_"))
+            mean_y, scale_y = (_float64(getattr(self.target_scaler_, n), coef) for n in ("mean_", "scale_"))
+            intercept = (intercept - (mean_x / scale_x) @ coef) * scale_y + mean_y
+            coef = coef / scale_x[:, None] * scale_y[None, :]
+        self._set_map(coef, intercept, a, 2)
+        return self
+
+
+def _float64(value: ArrayLike, like: torch.Tensor) -> torch.Tensor:
+    return as_float_tensor(value, "scaler").to(device=like.device, dtype=torch.float64)
