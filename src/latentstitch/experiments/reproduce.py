@@ -20,12 +20,16 @@ HELP = "reproduce a paper experiment (--list shows them)"
 # name -> module. A reproduction module defines HELP (one line), PAPER (the citation) and
 # run(*, quick: bool, out_dir: Path, progress: bool) -> latentstitch.experiments._report.Report.
 REPRODUCTIONS: dict[str, str] = {
+    "ae-stitching": "latentstitch.experiments.ae_stitching",
     "cross-architecture-text": "latentstitch.experiments.cross_architecture_text",
+    "cross-architecture-vision": "latentstitch.experiments.cross_architecture_vision",
     "cross-lingual": "latentstitch.experiments.cross_lingual",
+    "frankenstein": "latentstitch.experiments.frankenstein",
+    "latent-similarity-proxy": "latentstitch.experiments.latent_similarity_proxy",
     "latent-similarity-proxy-graph": "latentstitch.experiments.graph_similarity",
+    "relative-training": "latentstitch.experiments.relative_training",
     "robust-relative": "latentstitch.experiments.robust_relative",
     "word-embeddings": "latentstitch.experiments.word_embeddings",
-    "frankenstein": "latentstitch.experiments.frankenstein",
 }
 
 
