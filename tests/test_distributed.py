@@ -299,3 +299,57 @@ def test_a_killed_worker_does_not_change_the_result(client):
     assert held[0] > 0  # results on the killed worker had to be recomputed
     assert victim not in client.scheduler_info()["workers"]
     assert value == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.slow
+def test_stitching_sweep_on_the_cluster_equals_in_process(client):
+    """Each layer of a Frankenstein sweep (direct matching, then task loss from its least-squares fit) as a task."""
+    from latentstitch.models import tiny10
+    from latentstitch.stitching import TaskLoss, sweep
+
+    torch.manual_seed(0)
+    x = torch.randn(64, 1, 28, 28)
+    labels = torch.randint(0, 10, (64,), generator=torch.Generator().manual_seed(1))
+    model_a, model_b = tiny10(0.5).eval(), tiny10(0.5).eval()
+    methods = {"LS": LeastSquares(), "task loss": TaskLoss(epochs=1, batch_size=16)}
+    options = {"data": (x, labels), "eval_data": (x, labels), "progress": False}
+    expected = sweep(model_a, model_b, ["bn3", "bn6"], methods, **options)
+    result = sweep(model_a, model_b, ["bn3", "bn6"], methods, client=client, **options)
+    assert [(r["layer"], r["method"]) for r in result.rows] == [(r["layer"], r["method"]) for r in expected.rows]
+    for row, reference in zip(result.rows, expected.rows, strict=True):
+        assert row["relative_accuracy"] == pytest.approx(reference["relative_accuracy"], abs=1e-6)
+        assert row["cross_entropy"] == pytest.approx(reference["cross_entropy"], rel=1e-4)
+    weight = result.stitching_layers["bn6", "task loss"].weight
+    np.testing.assert_allclose(
+        weight.detach(), expected.stitching_layers["bn6", "task loss"].weight.detach(), atol=1e-4
+    )
+
+
+def _seeded_draws(config):
+    rng = np.random.default_rng(config["seed"])
+    return config["name"], rng.standard_normal(3) * config["scale"]
+
+
+@pytest.mark.slow
+def test_experiment_grids_run_on_the_cluster_like_in_process(client):
+    """``reproduce NAME --workers N`` puts the grid experiments' runs on a cluster through map_grid."""
+    from latentstitch.experiments._grid import grid_cluster, map_grid
+
+    configs = [{"name": f"run{i}", "seed": i, "scale": 1 + i} for i in range(5)]
+    expected = map_grid(_seeded_draws, configs, progress=False)
+    with grid_cluster(client) as active:
+        assert active is client
+        on_cluster = map_grid(_seeded_draws, configs, progress=False)
+    assert [name for name, _ in on_cluster] == [f"run{i}" for i in range(5)]
+    for (_, values), (_, reference) in zip(on_cluster, expected, strict=True):
+        np.testing.assert_array_equal(values, reference)
+    assert client.status == "running"  # a client passed in is left open
+
+
+def test_grid_cluster_without_arguments_keeps_runs_in_process():
+    from latentstitch.experiments._grid import grid_cluster, map_grid
+
+    with grid_cluster() as active:
+        assert active is None
+        assert map_grid(os.getpid, [None] * 0, progress=False) == []
+        assert map_grid(lambda _: os.getpid(), [1, 2], progress=False) == [os.getpid()] * 2

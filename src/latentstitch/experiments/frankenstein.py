@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from latentstitch.experiments._grid import grid_client
 from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std
 
 HELP = "stitch two Tiny-10s on Fashion-MNIST at every layer: least squares vs task loss, rank, sparsity, CKA, width"
@@ -241,6 +242,7 @@ def _experiment_1(context: _Context) -> dict[str, Any]:
             eval_data=context.eval_data,
             direct_data=context.direct_data,
             progress=False,
+            client=grid_client(),  # each layer a task on the cluster of reproduce --workers N, if any
         )
         results.append(result)
         probe = context.x_test[:500]
@@ -402,6 +404,7 @@ def _experiment_2(context: _Context, main: Any) -> dict[str, Any]:
             eval_data=context.eval_data,
             direct_data=context.direct_data,
             progress=False,
+            client=grid_client(),  # each layer a task on the cluster of reproduce --workers N, if any
         )
         out[width] = {layer: result.value(layer, "task loss") for layer in config.width_layers}
     return out

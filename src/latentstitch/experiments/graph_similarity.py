@@ -13,6 +13,7 @@ features, 5 topics), which has the shape of Cora and installs from the registrie
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import time
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from latentstitch.experiments._grid import map_grid
 from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std
 
 HELP = "GCN grid: relative-space similarity to the best run vs validation accuracy; relative vs absolute GCN F1"
@@ -120,6 +122,27 @@ def train_run(config: dict, data: _Tensors, num_classes: int, anchors: torch.Ten
     return model
 
 
+def final_run(config: dict, *, data: _Tensors, num_classes: int, anchors: torch.Tensor) -> tuple[float, torch.Tensor]:
+    """One grid run: its final validation accuracy and relative representation of all nodes."""
+    last: dict = {}
+    train_run(config, data, num_classes, anchors, lambda a, r: last.update(acc=a, r=r))
+    return last["acc"], last["r"]
+
+
+def trajectory_run(
+    config: dict, *, data: _Tensors, num_classes: int, anchors: torch.Tensor, reference: torch.Tensor
+) -> dict:
+    """One grid run again, with every epoch's validation accuracy and similarity to ``reference``."""
+    points: dict[str, list[float]] = {"val_accuracy": [], "similarity": []}
+
+    def record(accuracy, r):
+        points["val_accuracy"].append(accuracy)
+        points["similarity"].append(matched_similarity(r, reference))
+
+    train_run(config, data, num_classes, anchors, record)
+    return {"config": config, **points}
+
+
 def matched_similarity(r: torch.Tensor, reference: torch.Tensor) -> float:
     """Mean over nodes of the cosine between a node's relative vector and the reference's (methods §1)."""
     from latentstitch.similarity import matched_cosine
@@ -172,29 +195,26 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
     configs = grid(quick)
 
     # Pass 1: every run's final validation accuracy and relative representation; the best run is the reference.
-    finals: list[tuple[float, torch.Tensor]] = []
-    trajectories: list[dict] = []
+    # Each run is independent: map_grid runs them here, or as tasks on a Dask cluster (reproduce --workers N).
+    finals = map_grid(
+        functools.partial(final_run, data=data, num_classes=graph.num_classes, anchors=anchors),
+        configs,
+        progress=progress,
+        description="GCN grid, pass 1 (find the best run)",
+    )
+    best = int(np.argmax([acc for acc, _ in finals]))
+    reference = finals[best][1]
+    # Pass 2: the same runs again (same seeds, bit-identical on a CPU), now with every epoch's similarity.
+    trajectories = map_grid(
+        functools.partial(
+            trajectory_run, data=data, num_classes=graph.num_classes, anchors=anchors, reference=reference
+        ),
+        configs,
+        progress=progress,
+        description="GCN grid, pass 2 (similarity per epoch)",
+    )
     with Progress(disable=not progress, transient=True) as bar:
-        task = bar.add_task("GCN grid, pass 1 (find the best run)", total=len(configs))
-        for config in configs:
-            last: dict = {}
-            train_run(config, data, graph.num_classes, anchors, lambda a, r, last=last: last.update(acc=a, r=r))
-            finals.append((last["acc"], last["r"]))
-            bar.advance(task)
-        best = int(np.argmax([acc for acc, _ in finals]))
-        reference = finals[best][1]
-        # Pass 2: the same runs again (same seeds, bit-identical on a CPU), now with every epoch's similarity.
-        task = bar.add_task("GCN grid, pass 2 (similarity per epoch)", total=len(configs))
-        for config in configs:
-            points: dict[str, list[float]] = {"val_accuracy": [], "similarity": []}
-
-            def record(accuracy, r, points=points):
-                points["val_accuracy"].append(accuracy)
-                points["similarity"].append(matched_similarity(r, reference))
-
-            train_run(config, data, graph.num_classes, anchors, record)
-            trajectories.append({"config": config, **points})
-            bar.advance(task)
+        bar.add_task("node classification, relative vs absolute GCN", total=None)
         nc_seeds = [0] if quick else [0, 1, 2, 3, 4]
         scores = node_classification(data, graph.num_classes, anchors, nc_seeds, 20 if quick else 200)
 

@@ -10,6 +10,7 @@ blocks, linear, L2-normalised latent, linear classifier).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from pathlib import Path
@@ -18,7 +19,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from latentstitch.experiments._image_tasks import load_image_task, progress_bar, pyplot, save_figure
+from latentstitch.experiments._grid import map_grid
+from latentstitch.experiments._image_tasks import load_image_task, pyplot, save_figure
 from latentstitch.experiments._report import Expectation, Report, ResultTable
 
 HELP = "similarity of each model's relative space to the best model's vs validation accuracy, over a grid of MLPs"
@@ -86,9 +88,56 @@ def build_mlp(in_features: int, num_classes: int, *, hidden: int, layers: int, d
     return LatentClassifier(nn.Sequential(*blocks), hidden, num_classes, head=nn.Linear(hidden, num_classes))
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
+def train_grid_run(
+    spec: dict,
+    *,
+    train: tuple[torch.Tensor, torch.Tensor],
+    val: tuple[torch.Tensor, torch.Tensor],
+    anchors: torch.Tensor,
+    num_classes: int,
+    epochs: int,
+    hidden: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Train one grid model; after every epoch, its validation accuracy and the relative representation (float16)
+    of the validation samples. Returns ``(accuracy (epochs,), relative (epochs, n_val, n_anchors))``."""
     from latentstitch import relative_projection
     from latentstitch.training import RandomBatchSampler, TensorBatches, classification_loss, fit
+
+    x_val, y_val = val
+    accuracy = np.zeros(epochs)
+    relative = np.zeros((epochs, len(x_val), len(anchors)), dtype=np.float16)
+    torch.manual_seed(spec["seed"])
+    model = build_mlp(
+        x_val[0].numel(),
+        num_classes,
+        hidden=hidden,
+        layers=spec["layers"],
+        dropout=spec["dropout"],
+        activation=spec["activation"],
+    )
+    optimizer = OPTIMIZERS[spec["optimizer"]](model.parameters(), lr=spec["lr"])
+
+    def record(epoch, _values):
+        model.eval()
+        with torch.no_grad():
+            latents = model.latents(x_val)
+            accuracy[epoch] = float((model.decode(latents).argmax(dim=1) == y_val).float().mean())
+            relative[epoch] = relative_projection(latents, model.latents(anchors)).numpy()
+
+    fit(
+        model,
+        classification_loss,
+        TensorBatches(train, RandomBatchSampler(len(train[0]), 128, seed=spec["seed"])),
+        epochs=epochs,
+        optimizer=optimizer,
+        seed=spec["seed"],
+        progress=False,
+        on_epoch=record,
+    )
+    return accuracy, relative
+
+
+def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
 
     started = time.perf_counter()
     config = settings(quick)
@@ -100,43 +149,23 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
     max_epochs = max(config["epochs"])
     hidden = 256
 
-    accuracy = np.zeros((len(runs), max_epochs))
-    relative = np.zeros((len(runs), max_epochs, len(x_val), len(anchors)), dtype=np.float16)
-    with progress_bar(progress) as bar:
-        overall = bar.add_task(f"{len(runs)} runs", total=len(runs)) if bar is not None else None
-        for index, spec in enumerate(runs):
-            torch.manual_seed(spec["seed"])
-            model = build_mlp(
-                28 * 28,
-                task.num_classes,
-                hidden=hidden,
-                layers=spec["layers"],
-                dropout=spec["dropout"],
-                activation=spec["activation"],
-            )
-            optimizer = OPTIMIZERS[spec["optimizer"]](model.parameters(), lr=spec["lr"])
-
-            def record(epoch, _values, index=index, model=model):
-                model.eval()
-                with torch.no_grad():
-                    latents = model.latents(x_val)
-                    accuracy[index, epoch] = float((model.decode(latents).argmax(dim=1) == y_val).float().mean())
-                    relative[index, epoch] = relative_projection(latents, model.latents(anchors)).numpy()
-
-            fit(
-                model,
-                classification_loss,
-                TensorBatches(
-                    (task.x_train, task.y_train), RandomBatchSampler(len(task.x_train), 128, seed=spec["seed"])
-                ),
-                epochs=max_epochs,
-                optimizer=optimizer,
-                seed=spec["seed"],
-                progress=False,
-                on_epoch=record,
-            )
-            if bar is not None:
-                bar.advance(overall)
+    # Each run is independent: map_grid trains them here, or as tasks on a Dask cluster (reproduce --workers N).
+    outcomes = map_grid(
+        functools.partial(
+            train_grid_run,
+            train=(task.x_train, task.y_train),
+            val=(x_val, y_val),
+            anchors=anchors,
+            num_classes=task.num_classes,
+            epochs=max_epochs,
+            hidden=hidden,
+        ),
+        runs,
+        progress=progress,
+        description=f"{len(runs)} runs",
+    )
+    accuracy = np.stack([acc for acc, _ in outcomes])
+    relative = np.stack([rel for _, rel in outcomes])
 
     scores = proxy_scores(accuracy, relative, config["epochs"])
     models = [

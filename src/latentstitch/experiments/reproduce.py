@@ -47,6 +47,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=None, help="output folder (default results/NAME)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="run the independent trainings (the grids of latent-similarity-proxy(-graph), the layers of "
+        "frankenstein's sweeps) as tasks on a local Dask cluster of N worker processes (needs the dask extra; "
+        "docs/distributed.md)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="as --workers, on an existing Dask cluster (scheduler address, e.g. tcp://host:8786)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -62,11 +76,15 @@ def main(args: argparse.Namespace) -> int:
         Console().print(table)
         return 0
     from latentstitch._backend import set_threads
+    from latentstitch.experiments._grid import grid_cluster
 
+    if args.workers is not None and args.scheduler is not None:
+        raise ValueError("--workers and --scheduler: give one (a local cluster of N workers, or an existing one)")
     module = load(args.name)
     set_threads(args.threads)
     out_dir = args.out or Path("results") / args.name
-    report = module.run(quick=args.quick, out_dir=out_dir, progress=not args.quiet)
+    with grid_cluster(args.scheduler, args.workers):
+        report = module.run(quick=args.quick, out_dir=out_dir, progress=not args.quiet)
     report.write(out_dir)
     report.print(out_dir)
     return 0

@@ -7,6 +7,7 @@ the stitched network) or a ``TaskLoss`` (``fit_task_loss`` with its options). Re
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -108,6 +109,8 @@ def sweep(
     direct_data: Any = None,
     batch_size: int = 256,
     progress: Any = True,
+    client: Any = None,
+    workers: int | None = None,
 ) -> SweepResult:
     """Stitch ``model_a`` into ``model_b`` at every layer with every method and measure the stitched networks.
 
@@ -122,6 +125,9 @@ def sweep(
     data : training data of task-loss methods (see ``latentstitch.stitching`` for its forms).
     eval_data : labelled data the stitched networks are measured on (``stitch_metrics``).
     direct_data : data for direct matching (default ``data``).
+    client, workers : run each layer (all its methods) as a task on a ``dask.distributed`` cluster
+        (``latentstitch.distributed.get_client``: a ``Client``, a scheduler address, or ``workers`` local worker
+        processes). The models and data travel to the workers; results equal the in-process sweep's.
 
     Returns
     -------
@@ -138,40 +144,87 @@ def sweep(
         resolve_layer(model_b, layer_b, "layers_b")
     direct_data = data if direct_data is None else direct_data
     result = SweepResult(layers, list(methods))
-    for layer_a, layer_b in zip(layers, layers_b, strict=True):
-        fitted: dict[str, Any] = {}
-        # direct methods first, so that task loss can start from this layer's least-squares fit
-        order = sorted(methods, key=lambda name: isinstance(methods[name], TaskLoss))
-        for name in order:
-            method = methods[name]
-            started = time.perf_counter()
-            if isinstance(method, TaskLoss):
-                options = dict(method.options)
-                stitched = stitch(model_a, model_b, layer_a, layer_b)
-                if "init" not in options and "least_squares" in fitted and options.get("rank") is None:
-                    options["init"] = fitted["least_squares"]
-                options.setdefault("progress", progress)
-                outcome = fit_task_loss(stitched, data, **options)
-                if outcome.trace:
-                    result.traces[layer_a, name] = outcome.trace
-            else:
-                estimator = fit_direct(
-                    clone(method), model_a, model_b, layer_a, layer_b, direct_data, batch_size=batch_size
-                )
-                fitted[name] = estimator
-                stitched = stitch(model_a, model_b, layer_a, layer_b, estimator)
-            metrics = stitch_metrics(stitched, eval_data)
-            result.stitching_layers[layer_a, name] = stitched.stitching_layer
-            result.rows.append(
-                {
-                    "layer": layer_a,
-                    "layer_b": layer_b,
-                    "method": name,
-                    **metrics,
-                    "seconds": round(time.perf_counter() - started, 3),
-                }
-            )
+    run_layer = functools.partial(
+        _sweep_layer,
+        model_a=model_a,
+        model_b=model_b,
+        methods=methods,
+        data=data,
+        eval_data=eval_data,
+        direct_data=direct_data,
+        batch_size=batch_size,
+    )
+    pairs = list(zip(layers, layers_b, strict=True))
+    if client is None and workers is None:
+        outcomes = [run_layer(pair, progress=progress) for pair in pairs]
+    else:
+        from latentstitch.distributed import map_tasks
+
+        outcomes = map_tasks(
+            functools.partial(run_layer, progress=False),
+            pairs,
+            client=client,
+            workers=workers,
+            progress=bool(progress),
+            description=f"stitching sweep, {len(pairs)} layers",
+        )
+    for rows, traces, stitching_layers in outcomes:
+        result.rows.extend(rows)
+        result.traces.update(traces)
+        result.stitching_layers.update(stitching_layers)
     return result
+
+
+def _sweep_layer(
+    pair: tuple[str, str],
+    *,
+    model_a: nn.Module,
+    model_b: nn.Module,
+    methods: dict[str, Any],
+    data: Any,
+    eval_data: Any,
+    direct_data: Any,
+    batch_size: int,
+    progress: Any,
+) -> tuple[list[dict], dict, dict]:
+    """Every method at one layer pair: the rows, task-loss traces and stitching layers of ``sweep``."""
+    layer_a, layer_b = pair
+    rows: list[dict] = []
+    traces: dict = {}
+    stitching_layers: dict = {}
+    fitted: dict[str, Any] = {}
+    # direct methods first, so that task loss can start from this layer's least-squares fit
+    order = sorted(methods, key=lambda name: isinstance(methods[name], TaskLoss))
+    for name in order:
+        method = methods[name]
+        started = time.perf_counter()
+        if isinstance(method, TaskLoss):
+            options = dict(method.options)
+            stitched = stitch(model_a, model_b, layer_a, layer_b)
+            if "init" not in options and "least_squares" in fitted and options.get("rank") is None:
+                options["init"] = fitted["least_squares"]
+            options.setdefault("progress", progress)
+            outcome = fit_task_loss(stitched, data, **options)
+            if outcome.trace:
+                traces[layer_a, name] = outcome.trace
+        else:
+            estimator = fit_direct(
+                clone(method), model_a, model_b, layer_a, layer_b, direct_data, batch_size=batch_size
+            )
+            fitted[name] = estimator
+            stitched = stitch(model_a, model_b, layer_a, layer_b, estimator)
+        metrics = stitch_metrics(stitched, eval_data)
+        stitching_layers[layer_a, name] = stitched.stitching_layer
+        rows.append(
+            {
+                "layer": layer_a,
+                "layer_b": layer_b,
+                "method": name,
+                **metrics,
+                "seconds": round(time.perf_counter() - started, 3),
+            }
+        )
+    return rows, traces, stitching_layers
 
 
 def plot_sweep(
