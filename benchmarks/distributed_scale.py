@@ -37,6 +37,12 @@ def add_arguments(parser) -> None:
     group.add_argument("--rows", type=int, default=None, help="rows streamed (default 10,000,000; --quick 200,000)")
     group.add_argument("--chunk", type=int, default=20_000, help="rows per generated chunk (default 20,000)")
     group.add_argument("--workers", type=int, default=2, help="worker processes of the LocalCluster (default 2)")
+    group.add_argument(
+        "--worker-threads",
+        type=int,
+        default=1,
+        help="BLAS/torch threads per worker (default 1; --threads sets the single process's)",
+    )
 
 
 def generate(index: int, rows: int, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -162,7 +168,7 @@ def run(args) -> None:
     chunk = min(args.chunk, total)
     print(f"distributed_scale: {total:,} x {d} float32 pairs in chunks of {chunk:,}; {args.workers} workers")
     single = single_process(total, chunk, d)
-    spread = cluster(total, chunk, d, args.workers, args.threads)
+    spread = cluster(total, chunk, d, args.workers, args.worker_threads)
     worker_peak = max(spread["peak_mib"].values())
     cka_error = abs(spread["cka"] - single["cka"]) / abs(single["cka"])
     ls_error = float(np.linalg.norm(spread["ls"] - single["ls"]) / np.linalg.norm(single["ls"]))
@@ -176,7 +182,8 @@ def run(args) -> None:
         rows.append([f"{name}: cluster", many, many_cpu, total / many, *ratios, worker_peak, f"{error:.1e}"])
     print_table(
         f"{total:,} x {d} float32 rows in {n_chunks} chunks of {chunk:,}, generated on the fly; cluster: "
-        f"{args.workers} worker processes x 1 thread (worker threads {spread['worker_threads']}), started in "
+        f"{args.workers} worker processes (threads each: {spread['worker_threads']}); single process: "
+        f"{args.threads} threads, started in "
         f"{spread['start_s']:.1f} s (not timed); one run. CPU s: of the process, or of the workers + the client "
         "(which runs the scheduler)",
         ["path", "wall s", "CPU s", "rows/s", "throughput / single", "CPU / single", "peak MiB", "rel. diff"],
