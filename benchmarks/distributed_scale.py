@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+RUN_BY_DEFAULT = False  # an hour at full size on two cores: run it by name
 SIZES = {"full": (10_000_000, 768), "quick": (200_000, 256)}
 SEED = 20_240_101
 
