@@ -194,3 +194,12 @@ def test_every_similarity_documents_its_range_and_invariances():
         assert spec.doc, spec.name
         assert spec.value_range[0] < spec.value_range[1]
         assert spec.kind in ("similarity", "distance", "coordinates")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_chunks_written_into_the_output_equal_one_pass(dtype):
+    """Cosine writes each chunk straight into the output (numpy BLAS, or torch for dtypes numpy lacks)."""
+    x, anchors = torch.randn(50, 6, dtype=dtype), torch.randn(4, 6, dtype=dtype)
+    chunked = relative_projection(x, anchors, chunk_size=7)
+    assert chunked.dtype == dtype
+    torch.testing.assert_close(chunked, relative_projection(x, anchors, chunk_size=50))

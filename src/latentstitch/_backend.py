@@ -17,16 +17,27 @@ _NUMPY_GEMM = os.environ.get("LATENTSTITCH_CPU_GEMM", "numpy").lower() != "torch
 _NUMPY_DTYPES = (torch.float32, torch.float64)
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a @ b`` for 2-D tensors, routed to numpy's BLAS on the CPU when no gradient is needed."""
-    if (
+def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``a @ b`` for 2-D tensors, routed to numpy's BLAS on the CPU when no gradient is needed.
+
+    ``out``: a contiguous tensor of the result's shape and dtype to write into (no gradient), e.g. a slice of rows
+    of a larger output, which saves allocating and copying the result.
+    """
+    numpy_path = (
         _NUMPY_GEMM
         and a.device.type == "cpu"
         and b.device.type == "cpu"
         and a.dtype == b.dtype
         and a.dtype in _NUMPY_DTYPES
         and not (torch.is_grad_enabled() and (a.requires_grad or b.requires_grad))
-    ):
+    )
+    if out is not None:
+        if numpy_path and out.is_contiguous() and out.dtype == a.dtype and out.device.type == "cpu":
+            np.matmul(a.numpy(), b.numpy(), out=out.numpy())
+        else:
+            torch.matmul(a, b, out=out)
+        return out
+    if numpy_path:
         return torch.from_numpy(np.matmul(a.numpy(), b.numpy()))
     return a @ b
 
