@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list", action="store_true", help="list the reproductions and exit")
     parser.add_argument("--quick", action="store_true", help="reduced version: fewer seeds, samples, epochs")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default results/NAME)")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument(
         "--workers",
