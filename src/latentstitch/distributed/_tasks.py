@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from latentstitch._extras import require
+from latentstitch._progress import new_progress
 from latentstitch._validation import check_positive_int
 
 
@@ -88,14 +89,11 @@ def map_tasks(
     functions and plain data.
     """
     distributed = require("distributed", "dask")
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     items = list(items)
     with client_scope(client, workers) as active:
         futures = [active.submit(fn, item, pure=False) for item in items]
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         try:
-            with Progress(*columns, disable=not progress) as bar:
+            with new_progress(disable=not progress) as bar:
                 task = bar.add_task(description, total=len(futures))
                 for future in distributed.as_completed(futures):
                     if future.status == "error":

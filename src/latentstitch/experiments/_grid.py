@@ -52,11 +52,10 @@ def map_grid(
         from latentstitch.distributed import map_tasks
 
         return map_tasks(fn, items, client=active, progress=progress, description=description)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from latentstitch._progress import new_progress
 
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     results = []
-    with Progress(*columns, disable=not progress, transient=True) as bar:
+    with new_progress(disable=not progress, transient=True) as bar:
         task = bar.add_task(description, total=len(items))
         for item in items:
             results.append(fn(item))

@@ -3,8 +3,7 @@ and figure saving."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,18 +66,6 @@ def load_image_task(key: str, *, n_train: int | None = None, n_test: int | None 
         torch.from_numpy(np.ascontiguousarray(y_test)),
         source,
     )
-
-
-@contextmanager
-def progress_bar(enabled: bool) -> Iterator[Any]:
-    """A rich ``Progress`` (``None`` when disabled) to hand to ``fit`` and ``train_models``."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()) as bar:
-        yield bar
 
 
 def fit_seeded(

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import torch
 
+from latentstitch._progress import progress_bar
 from latentstitch.experiments._image_tasks import (
     fit_seeded,
     load_image_task,
-    progress_bar,
     pyplot,
     save_figure,
 )

@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from latentstitch.experiments._image_tasks import fit_seeded, load_image_task, progress_bar, pyplot, save_figure
+from latentstitch._progress import progress_bar
+from latentstitch.experiments._image_tasks import fit_seeded, load_image_task, pyplot, save_figure
 from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std
 from latentstitch.experiments.relative_training import macro_f1_score
 

@@ -26,8 +26,8 @@ from safetensors.torch import save_file
 from torch import nn
 from torch.nn import functional as F
 
+from latentstitch._progress import progress_bar
 from latentstitch._validation import check_positive_int
-from latentstitch.training._loop import _progress_bar
 
 STORE_FORMAT = "latentstitch.activations/1"
 _INDEX_FILE = "index.json"
@@ -249,7 +249,7 @@ def iter_activations(
     batch_size = check_positive_int(batch_size, "batch_size")
     size = _size2(downsample)
     total = _num_batches(data, batch_size)
-    with torch.no_grad(), eval_mode(*models), _progress_bar(progress) as bar:
+    with torch.no_grad(), eval_mode(*models), progress_bar(progress) as bar:
         task = bar.add_task(description, total=total) if bar is not None else None
         for inputs, labels in iter_batches(data, batch_size):
             out = []

@@ -6,13 +6,13 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
+from latentstitch._progress import progress_bar
 from latentstitch._validation import check_positive_int
 from latentstitch.training._checkpoint import save_checkpoint
 
@@ -102,7 +102,7 @@ def fit(
 
     history: list[dict[str, float]] = []
     step = 0
-    with _progress_bar(progress) as bar:
+    with progress_bar(progress) as bar:
         task = None
         if bar is not None:
             total = epochs * len(batches) if hasattr(batches, "__len__") else None
@@ -193,12 +193,3 @@ def _batch_size(batch: Any) -> int:
     elif isinstance(batch, Mapping) and batch:
         first = next(iter(batch.values()))
     return len(first) if isinstance(first, torch.Tensor) and first.ndim > 0 else 1
-
-
-def _progress_bar(progress: Any):
-    """A context giving a rich Progress (or None): a new one for ``True``, the caller's own left running."""
-    if progress is True:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    return nullcontext(progress or None)
