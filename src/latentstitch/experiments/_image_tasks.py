@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -97,23 +96,3 @@ def fit_seeded(
         for task in set(bar.task_ids) - known:
             bar.remove_task(task)
     return model
-
-
-def save_figure(figure: Any, path: Path, dpi: int = 100) -> str:
-    """Save a matplotlib figure as PNG, close it, return the path as a string."""
-    import matplotlib.pyplot as plt
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=dpi)
-    plt.close(figure)
-    return str(path)
-
-
-def pyplot():
-    """matplotlib.pyplot with the non-interactive Agg backend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt

@@ -20,10 +20,8 @@ from latentstitch._progress import progress_bar
 from latentstitch.experiments._image_tasks import (
     fit_seeded,
     load_image_task,
-    pyplot,
-    save_figure,
 )
-from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std
+from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std, pyplot, save_figure
 
 HELP = "stitch AE/VAE encoders and decoders across seeds, absolute vs relative latents (MNIST, Fashion-MNIST)"
 PAPER = (

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std
+from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std, pyplot, save_figure
 from latentstitch.experiments._text import SHORT_NAMES, absolute_head, bbc_task, embed, relative_head, score
 
 HELP = "a head on one frozen sentence encoder reads four others zero-shot: absolute vs relative vs translated"
@@ -234,10 +234,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
 
 
 def plot_matrices(results: dict, names: list[str], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     routes = ("absolute", "relative", "relative (centred)", "translated: ridge LS", "translated: Procrustes")
     figure, axes = plt.subplots(1, len(routes), figsize=(3.7 * len(routes), 4.2), constrained_layout=True)
@@ -267,5 +264,4 @@ def plot_matrices(results: dict, names: list[str], path: Path) -> None:
         "BBC News: a head trained on one encoder reads another (diagonal: non-stitched; translated panels' "
         "diagonal: the absolute head on its own encoder)"
     )
-    figure.savefig(path, dpi=90)
-    plt.close(figure)
+    save_figure(figure, path, dpi=90)

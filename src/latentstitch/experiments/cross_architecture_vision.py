@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from latentstitch._progress import progress_bar
-from latentstitch.experiments._image_tasks import fit_seeded, load_image_task, pyplot, save_figure
-from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std
+from latentstitch.experiments._image_tasks import fit_seeded, load_image_task
+from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std, pyplot, save_figure
 from latentstitch.experiments.relative_training import macro_f1_score
 
 HELP = "heads on frozen EfficientNet-lite0/lite1 features applied to the other encoder: relative vs translation"

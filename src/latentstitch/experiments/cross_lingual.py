@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std
+from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std, pyplot, save_figure
 from latentstitch.experiments._text import SHORT_NAMES, absolute_head, embed, relative_head, score
 
 HELP = "English head reads Spanish Bible verses zero-shot through relative representations over parallel anchors"
@@ -221,10 +221,7 @@ def _majority_f1(y: np.ndarray, num_classes: int) -> float:
 
 
 def plot_results(results: list[dict], chance: float, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     labels = [
         f"{SHORT_NAMES[d[0]]} ({d[1]}) head\n<- {SHORT_NAMES[e[0]]} ({e[1]})"
@@ -249,5 +246,4 @@ def plot_results(results: list[dict], chance: float, path: Path) -> None:
     ax.set_title("Bible section classification: English head, zero-shot on Spanish verses")
     ax.legend()
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path, dpi=100)

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from latentstitch.experiments._report import Expectation, Report, ResultTable
+from latentstitch.experiments._report import Expectation, Report, ResultTable, pyplot, save_figure
 
 HELP = "train two seeds with absolute and relative latents on real MNIST and stitch them zero-shot"
 
@@ -167,10 +167,7 @@ def run_demo(
 def plot_latent_spaces(models, seeds, x_test, y_test, table, path: Path) -> None:
     """2 x 2 grid: absolute and relative test latents of both seeds, all drawn in the first two principal
     axes of seed A's space, so what seed B's head would see through seed A's coordinates is visible."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from sklearn.decomposition import PCA
 
     a = seeds[0]
@@ -204,5 +201,4 @@ def plot_latent_spaces(models, seeds, x_test, y_test, table, path: Path) -> None
         "absolute coordinates disagree between seeds; relative ones (cosine to 300 anchors) coincide",
         fontsize=12,
     )
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path, dpi=110)

@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from latentstitch.experiments._grid import grid_client
-from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std
+from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std, save_figure
 
 HELP = "stitch two Tiny-10s on Fashion-MNIST at every layer: least squares vs task loss, rank, sparsity, CKA, width"
 PAPER = (
@@ -201,8 +201,7 @@ def _figure(width: float, height: float, columns: int = 1):
 
 def _save(figure: Any, path: Path) -> str:
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    return str(path)
+    return save_figure(figure, path)
 
 
 def _interpolated(points: list[tuple[float, float]], at: float) -> float | None:

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from latentstitch.experiments._grid import map_grid
-from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std
+from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std, pyplot, save_figure
 
 HELP = "GCN grid: relative-space similarity to the best run vs validation accuracy; relative vs absolute GCN F1"
 PAPER = (
@@ -341,10 +341,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
 
 
 def plot_scatter(trajectories, best: int, mean_per_run: float, pooled: float, name: str, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     figure, ax = plt.subplots(figsize=(7.5, 5.5))
     for optimizer, marker in (("adam", "o"), ("sgd", "^")):
@@ -368,5 +365,4 @@ def plot_scatter(trajectories, best: int, mean_per_run: float, pooled: float, na
     )
     ax.legend(title="optimiser", loc="lower right")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path, dpi=100)

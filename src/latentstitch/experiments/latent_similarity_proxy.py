@@ -20,8 +20,8 @@ import torch
 from torch import nn
 
 from latentstitch.experiments._grid import map_grid
-from latentstitch.experiments._image_tasks import load_image_task, pyplot, save_figure
-from latentstitch.experiments._report import Expectation, Report, ResultTable
+from latentstitch.experiments._image_tasks import load_image_task
+from latentstitch.experiments._report import Expectation, Report, ResultTable, pyplot, save_figure
 
 HELP = "similarity of each model's relative space to the best model's vs validation accuracy, over a grid of MLPs"
 PAPER = (

@@ -15,8 +15,8 @@ import numpy as np
 import torch
 
 from latentstitch._progress import progress_bar
-from latentstitch.experiments._image_tasks import fit_seeded, load_image_task, pyplot, save_figure
-from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std
+from latentstitch.experiments._image_tasks import fit_seeded, load_image_task
+from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std, pyplot, save_figure
 
 HELP = "classifiers trained end to end with absolute vs relative latents: macro-F1 on MNIST and Fashion-MNIST"
 PAPER = (

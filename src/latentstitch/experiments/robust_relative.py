@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std
+from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std, pyplot, save_figure
 from latentstitch.experiments._text import SHORT_NAMES, embed
 
 HELP = "vanilla vs robust (batch-norm) relative transform vs robust + topological densification, EN/ES stitching"
@@ -345,10 +345,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
 
 
 def plot_results(results: dict, domains: dict[str, str], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     keys = list(results)
     x = np.arange(len(keys))
@@ -367,5 +364,4 @@ def plot_results(results: dict, domains: dict[str, str], path: Path) -> None:
     ax.set_title(f"Bible sections ({names}): relative transforms for stitching")
     ax.legend(ncols=4, loc="upper center")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path, dpi=100)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std
+from latentstitch.experiments._report import Expectation, Report, ResultTable, mean_std, pyplot, save_figure
 
 HELP = "GloVe-50d vs spaCy-300d word vectors: cross-space retrieval, absolute vs relative (300 anchor words)"
 PAPER = (
@@ -272,10 +272,7 @@ def _top_words(query: np.ndarray, index: np.ndarray, words: list[str], k: int = 
 def plot_neighbourhoods(words: list[str], spaces: dict[str, np.ndarray], anchors: np.ndarray, path: Path) -> None:
     """A table of the 5 nearest words of a few query words: within each space, and GloVe's vector of the word
     searched in spaCy's index, absolute (zero-padded) and relative (anchors of seed 0)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     from latentstitch.relative import relative_projection
 
@@ -312,16 +309,12 @@ def plot_neighbourhoods(words: list[str], spaces: dict[str, np.ndarray], anchors
         fontsize=11,
     )
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path, dpi=100)
 
 
 def plot_metrics(absolute: dict, relative: dict, path: Path) -> None:
     """Grouped bars: Jaccard@5, MRR and cosine for absolute (zero-padded) and relative, both directions."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     metrics = ("Jaccard@5", "MRR@5", "cosine")
     directions = ("GloVe -> spaCy", "spaCy -> GloVe")
@@ -353,5 +346,4 @@ def plot_metrics(absolute: dict, relative: dict, path: Path) -> None:
     axes[0].legend(loc="upper left", fontsize=9)
     figure.suptitle("GloVe-50d vs spaCy-300d: cross-space retrieval of the same word")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path, dpi=100)
