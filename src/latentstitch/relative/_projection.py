@@ -76,15 +76,15 @@ def relative_projection(
     rows = chunk_size or max(1, _CHUNK_ELEMENTS // max(xt.shape[1], m))
     needs_grad = torch.is_grad_enabled() and (xt.requires_grad or at.requires_grad)
 
-    def project(start: int, stop: int, out: torch.Tensor | None = None) -> torch.Tensor:
+    def project(start: int, stop: int, into: torch.Tensor | None = None) -> torch.Tensor:
         chunk = xt[start:stop]
         check_finite(chunk, "x", row_offset=start)
         if shift is not None:
             chunk = chunk - shift
         try:
-            if out is not None and spec.writes_out:
-                return spec.function(chunk, prepared, out=out[start:stop], **similarity_kwargs)
-            return spec.function(chunk, prepared, **similarity_kwargs)
+            if into is None:
+                return spec.function(chunk, prepared, **similarity_kwargs)
+            return spec.function(chunk, prepared, out=into, **similarity_kwargs)
         except ZeroNormError as error:
             raise ZeroNormError(error.name, error.row + start) from None
 
@@ -94,7 +94,8 @@ def relative_projection(
     with torch.no_grad():
         for start in range(0, n, rows):
             stop = min(start + rows, n)
-            block = project(start, stop, out)
-            if block.data_ptr() != out[start:stop].data_ptr():  # similarities that cannot write in place
-                out[start:stop] = block
+            if spec.writes_out:  # e.g. cosine: the chunk's matmul writes into the output, no copy
+                project(start, stop, out[start:stop])
+            else:
+                out[start:stop] = project(start, stop)
     return wrap_like(out, x)

@@ -139,7 +139,8 @@ def sweep(
     layers_b = list(layers) if layers_b is None else list(layers_b)
     if len(layers_b) != len(layers):
         raise ValueError(f"layers_b: expected {len(layers)} names, one per layer, got {len(layers_b)}")
-    for layer_a, layer_b in zip(layers, layers_b, strict=True):
+    pairs = list(zip(layers, layers_b, strict=True))
+    for layer_a, layer_b in pairs:
         resolve_layer(model_a, layer_a, "layers")
         resolve_layer(model_b, layer_b, "layers_b")
     direct_data = data if direct_data is None else direct_data
@@ -154,7 +155,6 @@ def sweep(
         direct_data=direct_data,
         batch_size=batch_size,
     )
-    pairs = list(zip(layers, layers_b, strict=True))
     if client is None and workers is None:
         outcomes = [run_layer(pair, progress=progress) for pair in pairs]
     else:
