@@ -351,5 +351,5 @@ def test_grid_cluster_without_arguments_keeps_runs_in_process():
 
     with grid_cluster() as active:
         assert active is None
-        assert map_grid(os.getpid, [None] * 0, progress=False) == []
+        assert map_grid(os.getpid, [], progress=False) == []
         assert map_grid(lambda _: os.getpid(), [1, 2], progress=False) == [os.getpid()] * 2
