@@ -51,3 +51,36 @@ def test_demo_shows_relative_stitching_works_and_absolute_does_not(tmp_path, cap
     assert (tmp_path / "latent_spaces.png").stat().st_size > 10_000
     markdown = (tmp_path / "results.md").read_text()
     assert "| latent space | non-stitched | stitched |" in markdown and "latent_spaces.png" in markdown
+
+
+def _run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "latentstitch", *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(
+    ("args", "names"),
+    [
+        (["demo", "--epochs", "0"], "--epochs"),
+        (["demo", "--threads", "x"], "--threads"),
+        (["reproduce", "no-such-reproduction"], "NAME"),
+        (["reproduce", "ae-stitching", "--workers", "-1"], "--workers"),
+        (["no-such-command"], "invalid choice"),
+    ],
+)
+def test_user_errors_are_one_line_with_exit_code_2(args, names):
+    done = _run_cli(*args)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and names in lines[0] and "Traceback" not in done.stderr
+
+
+def test_unwritable_output_folder_fails_before_any_work(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    done = _run_cli("demo", "--out", str(blocker / "sub"), "--quiet")
+    assert done.returncode == 2 and "--out" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_debug_shows_the_traceback():
+    done = _run_cli("--debug", "reproduce", "no-such-reproduction")
+    assert done.returncode != 0 and "Traceback" in done.stderr

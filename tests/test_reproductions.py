@@ -16,7 +16,7 @@ def test_list_shows_every_reproduction(capsys):
 
 
 def test_unknown_reproduction_is_named():
-    with pytest.raises(ValueError, match="name: unknown reproduction 'nope'"):
+    with pytest.raises(ValueError, match="NAME: unknown reproduction 'nope'"):
         load("nope")
 
 

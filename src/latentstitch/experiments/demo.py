@@ -18,19 +18,25 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from latentstitch._cli import nonnegative_int, output_folder, positive_int
 from latentstitch.experiments._report import Expectation, Report, ResultTable, pyplot, save_figure
 
 HELP = "train two seeds with absolute and relative latents on real MNIST and stitch them zero-shot"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seeds", type=int, nargs=2, default=(0, 1), metavar=("A", "B"), help="two seeds (0 1)")
-    parser.add_argument("--epochs", type=int, default=8, help="training epochs per model (8)")
-    parser.add_argument("--anchors", type=int, default=300, help="number of anchors (300)")
-    parser.add_argument("--latent-dim", type=int, default=64, help="encoder output width (64)")
+    parser.add_argument(
+        "--seeds", type=nonnegative_int, nargs=2, default=(0, 1), metavar=("A", "B"), help="two seeds (0 1)"
+    )
+    parser.add_argument("--epochs", type=positive_int, default=8, help="training epochs per model (8)")
+    parser.add_argument("--anchors", type=positive_int, default=300, help="number of anchors (300)")
+    parser.add_argument("--latent-dim", type=positive_int, default=64, help="encoder output width (64)")
     parser.add_argument("--out", type=Path, default=Path("results/demo"), help="output folder (results/demo)")
     parser.add_argument(
-        "--threads", type=int, default=1, help="torch threads (1: these small models run fastest on one thread)"
+        "--threads",
+        type=positive_int,
+        default=1,
+        help="torch threads (1: these small models run fastest on one thread)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -39,6 +45,7 @@ def main(args: argparse.Namespace) -> int:
     from latentstitch._backend import set_threads
 
     set_threads(args.threads)
+    output_folder(args.out, "--out")
     report = run_demo(
         seeds=tuple(args.seeds),
         epochs=args.epochs,

@@ -15,6 +15,8 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 
+from latentstitch._cli import UsageError, output_folder, positive_int
+
 HELP = "reproduce a paper experiment (--list shows them)"
 
 # name -> module. A reproduction module defines HELP (one line), PAPER (the citation) and
@@ -36,7 +38,7 @@ REPRODUCTIONS: dict[str, str] = {
 def load(name: str) -> ModuleType:
     if name not in REPRODUCTIONS:
         known = ", ".join(sorted(REPRODUCTIONS)) or "none yet"
-        raise ValueError(f"name: unknown reproduction {name!r}; available: {known}")
+        raise UsageError(f"NAME: unknown reproduction {name!r}; available: {known}")
     return importlib.import_module(REPRODUCTIONS[name])
 
 
@@ -45,11 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--list", action="store_true", help="list the reproductions and exit")
     parser.add_argument("--quick", action="store_true", help="reduced version: fewer seeds, samples, epochs")
     parser.add_argument("--out", type=Path, default=None, help="output folder (default results/NAME)")
-    parser.add_argument("--threads", type=int, default=1, help="torch and BLAS threads (default 1)")
+    parser.add_argument("--threads", type=positive_int, default=1, help="torch and BLAS threads (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument(
         "--workers",
-        type=int,
+        type=positive_int,
         default=None,
         help="run the independent trainings (the grids of latent-similarity-proxy(-graph), the layers of "
         "frankenstein's sweeps) as tasks on a local Dask cluster of N worker processes (needs the dask extra; "
@@ -79,10 +81,10 @@ def main(args: argparse.Namespace) -> int:
     from latentstitch.experiments._grid import grid_cluster
 
     if args.workers is not None and args.scheduler is not None:
-        raise ValueError("--workers and --scheduler: give one (a local cluster of N workers, or an existing one)")
+        raise UsageError("--workers and --scheduler: give one (a local cluster of N workers, or an existing one)")
     module = load(args.name)
     set_threads(args.threads)
-    out_dir = args.out or Path("results") / args.name
+    out_dir = output_folder(args.out or Path("results") / args.name, "--out")
     with grid_cluster(args.scheduler, args.workers):
         report = module.run(quick=args.quick, out_dir=out_dir, progress=not args.quiet)
     report.write(out_dir)

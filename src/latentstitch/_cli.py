@@ -1,0 +1,84 @@
+"""What every command of the ``latentstitch`` command line shares: option types that check their values, output
+folders checked before any work starts, and the one kind of error that means "the user asked for something that
+cannot be done" (printed as one line, exit code 2, no traceback; ``latentstitch --debug ...`` shows it).
+
+A command module raises ``UsageError`` (or lets a library ``ValueError``/``TypeError``, which name the argument at
+fault, pass through); ``latentstitch.cli.main`` turns both into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+
+class UsageError(ValueError):
+    """A user error on the command line: the message names the option or file and what was expected."""
+
+
+def _number(kind: Callable[[str], float | int], minimum: float, inclusive: bool, what: str) -> Callable[[str], float]:
+    def parse(text: str) -> float | int:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        if value < minimum or (not inclusive and value == minimum):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
+
+
+positive_int = _number(int, 1, True, "an integer >= 1")
+nonnegative_int = _number(int, 0, True, "an integer >= 0")
+positive_float = _number(float, 0.0, False, "a number > 0")
+nonnegative_float = _number(float, 0.0, True, "a finite number >= 0")
+
+
+def probability(text: str) -> float:
+    """A number in the open interval (0, 1), e.g. a confidence level."""
+    value = positive_float(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (exclusive), got {text!r}")
+    return value
+
+
+def output_folder(path: Path | str, option: str) -> Path:
+    """Create ``path`` (and its parents) and check it can be written, before any work starts.
+
+    Raises ``UsageError`` naming ``option`` when the path is a file, or cannot be created or written.
+    """
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{option}: {str(folder)!r} exists and is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{option}: cannot create the folder {str(folder)!r} ({error.strerror or error})") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{option}: the folder {str(folder)!r} is not writable")
+    return folder
+
+
+def output_file(path: Path | str, option: str) -> Path:
+    """Check that the file ``path`` can be written (its folder is created), before any work starts."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{option}: {str(target)!r} is a folder; give a file name")
+    output_folder(target.parent if str(target.parent) else Path("."), option)
+    return target
+
+
+def input_file(path: Path | str, option: str) -> Path:
+    """Check that ``path`` is an existing, readable file (or folder, for formats stored as folders)."""
+    source = Path(path)
+    if not source.exists():
+        raise UsageError(f"{option}: no such file: {str(source)!r}")
+    if not os.access(source, os.R_OK):
+        raise UsageError(f"{option}: {str(source)!r} is not readable")
+    return source
