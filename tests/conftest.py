@@ -15,6 +15,32 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--device",
+        default="cpu",
+        help="torch device for the device-generic tests (those taking the `device` fixture): cpu (default), cuda, "
+        "cuda:1, ...",
+    )
+
+
+def pytest_configure(config):
+    name = config.getoption("--device")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise pytest.UsageError(f"--device: {name!r} is not a torch device (cpu, cuda, cuda:1, ...)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise pytest.UsageError(f"--device {name}: this machine's torch sees no CUDA device")
+
+
+@pytest.fixture
+def device(request) -> torch.device:
+    """The device of ``pytest --device`` (default cpu): tests that take this fixture put their tensors there, so
+    the math suite runs on a GPU with ``pytest --device cuda``."""
+    return torch.device(request.config.getoption("--device"))
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)

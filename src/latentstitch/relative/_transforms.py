@@ -11,11 +11,12 @@ import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from latentstitch._persist import Persistable
 from latentstitch._validation import ArrayLike, as_float_tensor, match_reference, wrap_like
 from latentstitch.relative._similarities import _row_norms
 
 
-class _AnchorFittedTransform(TransformerMixin, BaseEstimator):
+class _AnchorFittedTransform(Persistable, TransformerMixin, BaseEstimator):
     def _start_fit(self, anchors: ArrayLike) -> torch.Tensor:
         t = as_float_tensor(anchors, "anchors", ndim=2, min_rows=1)
         self.n_features_in_ = t.shape[1]

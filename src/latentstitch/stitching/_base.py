@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import os
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -27,6 +26,7 @@ from torch import nn
 
 from latentstitch._backend import matmul
 from latentstitch._moments import SECOND_MOMENTS, CrossMoments, residual_r2
+from latentstitch._persist import Persistable
 from latentstitch._validation import (
     ArrayLike,
     as_float_tensor,
@@ -128,20 +128,13 @@ def _as_layout(rows: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return rows.reshape(n, h, w, rows.shape[1]).permute(0, 3, 1, 2).contiguous()
 
 
-class _AffineMap(BaseEstimator):
+class _AffineMap(Persistable, BaseEstimator):
     """A fitted affine map between two activation spaces.
 
     Learned state common to all: ``coef_`` (p, q) and ``intercept_`` (q,), float64, of the fit input's type (numpy
     array or torch tensor, on its device); ``n_features_in_`` (p), ``n_features_out_`` (q); ``ndim_in_``, the
     layout of the fit input (2, 3 or 4), which decides what ``to_torch`` returns.
     """
-
-    _registry: ClassVar[dict[str, type]] = {}
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if not cls.__name__.startswith("_"):
-            _AffineMap._registry[cls.__name__] = cls
 
     # --- learned state -------------------------------------------------------------------------------------
     def _set_map(self, coef: torch.Tensor, intercept: torch.Tensor, like: ArrayLike, ndim: int) -> None:
@@ -230,24 +223,17 @@ class _AffineMap(BaseEstimator):
             layer.bias.copy_(intercept)
         return layer
 
-    # --- persistence ---------------------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike) -> None:
-        """Write parameters and learned state to one safetensors file (never pickle).
-
-        Arrays (``coef_``, ``intercept_``, accumulated moments...) are tensors of the file; the class name,
-        parameters, scalar attributes and the library version are JSON in its header. ``load`` restores them,
-        including the moments, so ``partial_fit`` can resume. Arrays come back on the CPU.
-        """
-        from latentstitch.stitching._io import save
-
-        save(self, path)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> _AffineMap:
-        """Read an estimator written by ``save``; refuses files of other classes than ``cls`` (or its subclasses)."""
-        from latentstitch.stitching._io import load
-
-        return load(path, expected=cls)
+    # --- persistence (save / load: latentstitch._persist) --------------------------------------------------
+    def _check_loaded(self) -> None:
+        coef, intercept = self._map64()
+        if coef.ndim != 2 or (self.n_features_in_, self.n_features_out_) != tuple(coef.shape):
+            raise ValueError(
+                f"coef_ has shape {tuple(coef.shape)} but the map is {self.n_features_in_} -> {self.n_features_out_}"
+            )
+        if tuple(intercept.shape) != (self.n_features_out_,):
+            raise ValueError(f"intercept_ has shape {tuple(intercept.shape)}, expected ({self.n_features_out_},)")
+        if self.ndim_in_ not in LAYOUTS:
+            raise ValueError(f"ndim_in_ is {self.ndim_in_!r}, expected one of {sorted(LAYOUTS)}")
 
 
 class _MomentStitcher(_AffineMap):
