@@ -70,10 +70,12 @@ _register(
     symmetric=False,
     centering="intercept fitted (equivalent to centring both)",
     streaming="StreamingR2",
+    trivial_when_n_le_d=True,
 )
-_register("mean_cca", cca, LINEAR, options={"reduce": "mean"}, streaming="StreamingCCA")
-_register("r2_cca", cca, LINEAR, options={"reduce": "r2"}, streaming="StreamingCCA")
-_register("svcca", svcca, SHAPE, streaming="StreamingSVCCA")
+FITTED = {"trivial_when_n_le_d": True}  # a fit with at least as many features as samples matches anything
+_register("mean_cca", cca, LINEAR, options={"reduce": "mean"}, streaming="StreamingCCA", **FITTED)
+_register("r2_cca", cca, LINEAR, options={"reduce": "r2"}, streaming="StreamingCCA", **FITTED)
+_register("svcca", svcca, SHAPE, streaming="StreamingSVCCA", **FITTED)
 _register(
     "pwcca",
     pwcca,
@@ -81,6 +83,7 @@ _register(
     invariances_y=LINEAR,
     symmetric=False,
     streaming="StreamingPWCCA",
+    **FITTED,
 )
 _register(
     "procrustes_distance",

@@ -43,6 +43,9 @@ class MeasureSpec:
     centering: the centring convention, in words.
     min_samples: the fewest rows the estimator is defined for.
     streaming: the name of the streaming class computing the same value chunk by chunk, if any.
+    trivial_when_n_le_d: the value reaches its "identical" end whatever the data once the samples are no more than
+        the features of a side (N <= d): fitted measures (R^2 of a linear regression, the CCA family) can then match
+        any two representations exactly. Such a value says nothing; compare N with d before reading it.
     """
 
     name: str
@@ -58,6 +61,7 @@ class MeasureSpec:
     same_space: bool = False
     streaming: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    trivial_when_n_le_d: bool = False
 
     @property
     def invariances(self) -> frozenset[str]:
@@ -86,6 +90,7 @@ def register_measure(
     same_space: bool = False,
     streaming: str | None = None,
     options: dict[str, Any] | None = None,
+    trivial_when_n_le_d: bool = False,
 ) -> MeasureSpec:
     """Add a measure under ``name``. ``invariances`` hold for both arguments; ``invariances_x``/``invariances_y``
     list the extra ones that hold for one argument only. ``options`` are keyword arguments bound to ``function``
@@ -109,6 +114,7 @@ def register_measure(
         same_space=same_space,
         streaming=streaming,
         options=dict(options or {}),
+        trivial_when_n_le_d=trivial_when_n_le_d,
     )
     MEASURES[name] = spec
     return spec
