@@ -224,7 +224,7 @@ class FunctionalMap(_AffineMap):
         smallest = min(s.shape[0], t.shape[0])
         if k >= smallest:
             raise ValueError(f"n_eigenvectors: expected fewer than the {smallest} rows of the smaller table, got {k}")
-        if refine >= k:
+        if pairs is not None and refine >= k:
             raise ValueError(f"refine: expected fewer ZoomOut steps than n_eigenvectors={k}, got {refine}")
         graphs = []
         for name, table in (("source", s), ("target", t)):
