@@ -32,25 +32,38 @@ class BootstrappedAnchors(NamedTuple):
     confidence: np.ndarray
 
 
-def sinkhorn_plan(cost: torch.Tensor, epsilon: float, max_iter: int = 100, tol: float = 1e-6) -> torch.Tensor:
-    """Entropic optimal transport plan between uniform marginals, in the log domain.
+def sinkhorn_plan(cost: torch.Tensor, epsilon: float, max_iter: int = 100, tol: float = 1e-9) -> torch.Tensor:
+    """Entropic optimal transport plan between uniform marginals (Sinkhorn-Knopp).
 
     ``P = argmin <P, C> - epsilon H(P)`` subject to ``P 1 = 1/n``, ``P^T 1 = 1/m``; rows sum to 1/n, columns to
-    1/m. Stops when the dual potentials move less than ``tol`` (times ``epsilon``) or after ``max_iter`` sweeps.
+    1/m. The kernel ``exp(-C / epsilon)`` is taken row-shifted (each row's smallest cost subtracted), which the
+    scalings absorb, so no row underflows; if a whole column underflows, the iterations run in the log domain.
+    Stops when the column marginals are met to ``tol`` (relative) or after ``max_iter`` sweeps.
     """
     n, m = cost.shape
-    log_a = torch.full((n,), -math.log(n), dtype=cost.dtype, device=cost.device)
-    log_b = torch.full((m,), -math.log(m), dtype=cost.dtype, device=cost.device)
+    shifted = cost - cost.min(dim=1, keepdim=True).values
+    kernel = torch.exp(-shifted / epsilon)
+    if bool((kernel.sum(dim=0) == 0).any()):
+        return _log_sinkhorn(shifted, epsilon, max_iter)
+    a, b = 1.0 / n, 1.0 / m
+    v = torch.ones(m, dtype=cost.dtype, device=cost.device)
+    for _ in range(max_iter):
+        u = a / (kernel @ v)
+        v = b / (kernel.T @ u)
+        u = a / (kernel @ v)
+        if float(((kernel.T @ u) * v / b - 1.0).abs().max()) < tol:
+            break
+    return u[:, None] * kernel * v[None, :]
+
+
+def _log_sinkhorn(cost: torch.Tensor, epsilon: float, max_iter: int) -> torch.Tensor:
+    n, m = cost.shape
     f = torch.zeros(n, dtype=cost.dtype, device=cost.device)
     g = torch.zeros(m, dtype=cost.dtype, device=cost.device)
     scaled = -cost / epsilon
     for _ in range(max_iter):
-        f_new = -torch.logsumexp(scaled + g[None, :], dim=1) + log_a
-        g_new = -torch.logsumexp(scaled + f_new[:, None], dim=0) + log_b
-        moved = max(float((f_new - f).abs().max()), float((g_new - g).abs().max()))
-        f, g = f_new, g_new
-        if moved < tol:
-            break
+        f = -torch.logsumexp(scaled + g[None, :], dim=1) - math.log(n)
+        g = -torch.logsumexp(scaled + f[:, None], dim=0) - math.log(m)
     return torch.exp(scaled + f[:, None] + g[None, :])
 
 
