@@ -105,10 +105,15 @@ def _methods(source, target, seeds, budget, rng_seed, pool_source, pool_target, 
     return out, extras
 
 
+# --quick: one seed-pair draw per budget and a reduced UnpairedAlignment budget (indicative figures only)
+QUICK_UNPAIRED = {"n_matchings": 10, "n_restarts": 10, "refine_iter": 30, "refine_clusters": 100}
+_OPTIONS: dict = {"draws": DRAWS, "unpaired": {}}
+
+
 def _unpaired(pool_source, pool_target, seed):
     from latentstitch.alignment import UnpairedAlignment
 
-    model = UnpairedAlignment(random_state=seed).fit(pool_source, pool_target)
+    model = UnpairedAlignment(random_state=seed, **_OPTIONS["unpaired"]).fit(pool_source, pool_target)
     return ("absolute", model.transform), {"score": model.score_, "kmeans_consistency": model.kmeans_consistency_}
 
 
@@ -143,12 +148,14 @@ def _summary(values: list[float]) -> list[float]:
 
 
 def run(args) -> None:
+    if getattr(args, "quick", False):
+        _OPTIONS.update(draws=1, unpaired=QUICK_UNPAIRED)
     torch.manual_seed(0)
     out_dir = Path(getattr(args, "out", "results/alignment_budgets"))
     out_dir.mkdir(parents=True, exist_ok=True)
     n_words = int(getattr(args, "words", 3000))
     started = time.perf_counter()
-    results: dict = {"words": {}, "text": {}}
+    results: dict = {"words": {}, "text": {}, "quick": bool(getattr(args, "quick", False))}
     pairs = str(getattr(args, "pairs", "words,text")).split(",")
     if "words" in pairs:
         _run_words(results, n_words, out_dir, started)
@@ -167,7 +174,7 @@ def _run_words(results: dict, n_words: int, out_dir: Path, started: float) -> No
     print(f"words: {n} words with distinct vectors in both tables", flush=True)
     for budget in BUDGETS:
         rows: dict = {}
-        for draw in range(UNPAIRED_DRAWS if budget == 0 else DRAWS):
+        for draw in range(UNPAIRED_DRAWS if budget == 0 else _OPTIONS["draws"]):
             rng = np.random.default_rng(1000 * budget + draw)
             if budget == 0:
                 named = {"UnpairedAlignment (no pairs)": _unpaired(glove, spacy, draw)}
@@ -204,7 +211,7 @@ def _run_text(results: dict, out_dir: Path, started: float) -> None:
     results["text_target_head_on_target"] = float(ceiling)
     for budget in BUDGETS:
         rows = {}
-        for draw in range(UNPAIRED_DRAWS if budget == 0 else DRAWS):
+        for draw in range(UNPAIRED_DRAWS if budget == 0 else _OPTIONS["draws"]):
             rng = np.random.default_rng(2000 * budget + draw)
             if budget == 0:
                 named = {"UnpairedAlignment (no pairs)": _unpaired(minilm, e5, draw)}
@@ -242,6 +249,8 @@ def _run_text(results: dict, out_dir: Path, started: float) -> None:
 def _write(out_dir: Path, results: dict) -> None:
     (out_dir / "results.json").write_text(json.dumps(results, indent=1))
     lines = ["# Alignment methods by pair budget", ""]
+    if results.get("quick"):
+        lines += ["Quick run (--quick): one seed-pair draw per budget, reduced UnpairedAlignment budget.", ""]
     for pair, title, columns in (
         ("words", f"Words: GloVe-50d -> spaCy-300d, {results.get('words_n', '?')} words", ("top1", "mrr")),
         ("text", "Text: MiniLM-L6 -> e5-small, BBC News (300 test articles)", ("top1", "mrr", "accuracy")),
