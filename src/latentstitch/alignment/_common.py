@@ -1,0 +1,92 @@
+"""Small pieces every alignment method shares: input checks, unit rows, orthogonal maps, neighbour means."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from latentstitch._backend import matmul
+from latentstitch._validation import ArrayLike, as_float_tensor, check_positive_int, to_numpy
+from latentstitch.similarity._neighbors import top_k, unit_rows
+
+__all__ = ["as_pairs", "mean_of_neighbours", "orthogonal_factor", "space", "unit_rows"]
+
+
+def space(x: ArrayLike, name: str, *, min_rows: int = 2) -> torch.Tensor:
+    """A checked (n, d) embedding table (numpy or torch), viewed as a tensor."""
+    return as_float_tensor(x, name, ndim=2, min_rows=min_rows)
+
+
+def orthogonal_factor(cross: torch.Tensor) -> torch.Tensor:
+    """The orthogonal map R (p, q) maximising ``trace(R^T cross)``: ``U V^T`` from the thin SVD ``cross = U S V^T``.
+
+    Orthonormal rows when p <= q, orthonormal columns when p > q: the Procrustes solution of two zero-padded
+    spaces (``latentstitch.stitching.Procrustes`` computes the same from streamed statistics).
+    """
+    u, _, vh = torch.linalg.svd(cross, full_matrices=False)
+    return u @ vh
+
+
+def mean_of_neighbours(
+    queries: torch.Tensor, index: torch.Tensor, k: int, values: torch.Tensor | None = None
+) -> torch.Tensor:
+    """For each query row, the mean over its ``k`` most similar index rows (inner product; pass unit rows for
+    cosine) of ``values`` (default: the index rows themselves). Chunked: memory O(chunk x n_index)."""
+    neighbours = top_k(queries, index, min(k, index.shape[0]))
+    return (index if values is None else values)[neighbours].mean(dim=1)
+
+
+def as_pairs(pairs: object, name: str, n_source: int, n_target: int) -> np.ndarray:
+    """Index pairs ``(i_source, i_target)`` as an (m, 2) int64 array, checked against both tables' sizes."""
+    if isinstance(pairs, torch.Tensor):
+        pairs = to_numpy(pairs, name)
+    array = np.asarray(pairs)
+    if array.ndim != 2 or array.shape[1] != 2 or array.shape[0] < 1:
+        raise ValueError(f"{name}: expected (m, 2) index pairs (source row, target row), got shape {array.shape}")
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"{name}: expected integer row indices, got dtype {array.dtype}")
+    for column, (side, size) in enumerate((("source", n_source), ("target", n_target))):
+        bad = (array[:, column] < 0) | (array[:, column] >= size)
+        if bad.any():
+            raise ValueError(
+                f"{name}: {side} index {int(array[bad.argmax(), column])} is out of range for {size} {side} rows"
+            )
+    return array.astype(np.int64)
+
+
+def check_fraction(value: object, name: str) -> float:
+    """A number in (0, 1]."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: expected a number in (0, 1], got {type(value).__name__}")
+    if not (np.isfinite(value) and 0 < value <= 1):
+        raise ValueError(f"{name}: expected a number in (0, 1], got {value}")
+    return float(value)
+
+
+def check_positive(value: object, name: str) -> float:
+    """A finite real number > 0."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: expected a number > 0, got {type(value).__name__}")
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name}: expected a finite number > 0, got {value}")
+    return float(value)
+
+
+def seeded(seed: object) -> int:
+    """A non-negative integer seed."""
+    return check_positive_int(seed, "random_state", minimum=0)
+
+
+def gram_agreement(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Pearson correlation of the off-diagonal entries of the cosine Gram matrices of two row-aligned tables.
+
+    1 when the two tables agree on every angle between their rows (the assumption of relative representations),
+    near 0 when their rows are unrelated. Needs at least 3 rows.
+    """
+    ua, ub = unit_rows(a.double(), "a"), unit_rows(b.double(), "b")
+    ga, gb = matmul(ua, ua.T), matmul(ub, ub.T)
+    mask = ~torch.eye(ga.shape[0], dtype=torch.bool, device=ga.device)
+    va, vb = ga[mask], gb[mask]
+    va, vb = va - va.mean(), vb - vb.mean()
+    denominator = torch.linalg.vector_norm(va) * torch.linalg.vector_norm(vb)
+    return float((va @ vb) / denominator) if denominator > 0 else 0.0
