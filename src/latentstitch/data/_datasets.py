@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.model_selection import train_test_split
 
+from latentstitch._validation import check_seed
+
 Inputs = np.ndarray | list[str]
 
 
@@ -35,6 +37,8 @@ def split_dataset(
     name: str, x: Inputs, y: np.ndarray, classes: tuple[str, ...], *, test_size: float, seed: int
 ) -> LabelledSplit:
     """Stratified train/test split, deterministic for ``seed``. ``x`` is an array or a list of strings."""
+    seed = check_seed(seed)
+    check_fraction(test_size, "test_size")
     x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=test_size, random_state=seed, stratify=y)
     return LabelledSplit(name, x_train, y_train.astype(np.int64), x_test, y_test.astype(np.int64), classes)
 
@@ -46,6 +50,7 @@ def stratified_subset(y: np.ndarray, n: int | None, seed: int, name: str = "n") 
     whenever every class can be represented on both sides; otherwise a plain random subset.
     """
     total = len(y)
+    seed = check_seed(seed)
     if n is None or n == total:
         return np.arange(total)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 < n <= total:

@@ -45,8 +45,13 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     The header is two zero bytes, a type code, the number of dimensions, then one big-endian uint32 per dimension.
     """
     path = Path(path)
-    with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
-        raw = f.read()
+    if not path.is_file():
+        raise ValueError(f"path: {str(path)!r} is {'a folder' if path.is_dir() else 'missing'}, not an IDX file")
+    try:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError, gzip.BadGzipFile) as error:
+        raise ValueError(f"path: {str(path)!r} could not be read ({type(error).__name__}: {error})") from None
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
         raise ValueError(f"{path}: not an IDX file (bad magic number {raw[:4].hex()})")
     dtype, ndim = _IDX_DTYPES[raw[2]], raw[3]
