@@ -867,7 +867,7 @@ def estimator_case(
     inputs = (a_in, b_in) if paired else (a_in,)
     names = ["a", "b", "a, b", "a and b", "anchors", "x"]
     invalid = not is_float(container, dtype)
-    if shape in ("n0", "one_d", "five_d") or (shape == "rows_mismatch" and paired):
+    if shape in ("n0", "one_d", "five_d") or (shape == "rows_mismatch" and paired and settings.get("same_rows", True)):
         invalid = True
     if n > 3 and (value == "nan_x" or (value == "inf_y" and paired)):
         invalid = True

@@ -55,8 +55,10 @@ STREAMING: dict[str, tuple[dict, str, dict[str, list]]] = {
 
 # --- estimators (latentstitch._persist.Persistable classes): name -> settings --------------------------------------
 # params: constructor arguments of the instance under test; bad: invalid values per parameter; paired: fit(a, b)
-# (else fit(anchors)); scale: k such that fitting and transforming inputs scaled by s scales the output by s**k
-# (None: not equivariant, e.g. an absolute L1 strength); maps: an affine map with to_torch.
+# (else fit(anchors)); same_rows (default True): a paired fit needs the same rows on both sides (False for an
+# unpaired alignment); scale: k such that fitting and transforming inputs scaled by s scales the output by s**k
+# (None: not equivariant, e.g. an absolute L1 strength); maps: an affine map with to_torch. An estimator is found
+# by its class name among latentstitch._persist's registered classes: adding its entry here is all it takes.
 ESTIMATORS: dict[str, dict] = {
     "LeastSquares": {
         "params": {},
@@ -113,6 +115,7 @@ SCALE_SAFETY_ESTIMATORS = {
 SIMILARITIES = ["cosine", "angular", "dot", "euclidean", "l1", "linf", "basis_change"]
 
 # --- torch modules: name -> bad constructor arguments (the generic checks build each with good defaults) ---------
+# A new module also needs one line in contract_grid.build_module saying how to build a small instance of it.
 MODULES: dict[str, dict[str, list]] = {
     "RelativeProjection": {
         "similarity": ["cos", None],
