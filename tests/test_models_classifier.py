@@ -193,35 +193,45 @@ def intra_class_death_times(model, x, y, n=16):
     return torch.cat([death_times(g) for g in groups])
 
 
-def train_blobs(schedule, topological, x, y):
-    torch.manual_seed(0)
+def train_blobs(schedule, topological, x, y, seed=0):
+    torch.manual_seed(seed)
     encoder = nn.Sequential(nn.Linear(20, 64), nn.BatchNorm1d(64), nn.ReLU(), nn.Linear(64, 16))
     if schedule == "class-balanced":  # Hofer et al.: b groups of n same-class samples, absolute latents
         model = LatentClassifier(encoder, 16, 4)
-        batches = TensorBatches((x, y), ClassBalancedBatchSampler(y, 4, 8, seed=0))
-        fit(model, ClassificationObjective(topological, 0.1, group_size=8), batches, epochs=2, progress=False)
+        batches = TensorBatches((x, y), ClassBalancedBatchSampler(y, 4, 8, seed=seed))
+        objective = ClassificationObjective(topological, 0.1, group_size=8)
+        fit(model, objective, batches, epochs=2, progress=False, seed=seed)
     else:  # García-Castellanos et al.: random + class-pure batches, robust relative latents
         model = LatentClassifier(encoder, 16, 4, anchor_inputs=x[:32], projection="robust")
-        sampler = ClassAccumulationSampler(y, 16, seed=0)
+        sampler = ClassAccumulationSampler(y, 16, seed=seed)
         objective = ClassificationObjective(topological, 0.1)
-        fit(model, objective, sampler.tagged(x, y), epochs=8, accumulate=sampler.group_size, progress=False)
+        fit(model, objective, sampler.tagged(x, y), epochs=8, accumulate=sampler.group_size, progress=False, seed=seed)
     return model
 
 
+# How far the densified death times are from beta, relative to plain training's (the statistic asserted below),
+# measured over training seeds 0-4 (AVX2): class-balanced 0.159-0.171; mixed 0.474-0.782 (mean 0.61, std 0.11; seed
+# 0 is the worst). One seed's 0.78 sat 1 std below the 0.9 bound, so the claim is tested on the mean of three seeds
+# (mean + 4 std of the mean = 0.86 < 0.9 for the mixed schedule).
 @pytest.mark.slow
 @pytest.mark.parametrize("schedule", ["class-balanced", "mixed"])
 @pytest.mark.usefixtures("one_thread")
 def test_topological_densification_moves_intra_class_death_times_to_beta(schedule):
     x, y = blobs(512, 0)
     x_test, y_test = blobs(512, 1)
-    plain = train_blobs(schedule, None, x, y)
-    natural = intra_class_death_times(plain, x_test, y_test)
-    beta = 0.5 * float(natural.mean())  # ask for clusters twice as dense as plain training makes them
-    densified = train_blobs(schedule, TopologicalDensificationLoss(beta), x, y)
-    deaths = intra_class_death_times(densified, x_test, y_test)
-    assert (deaths - beta).abs().mean() < 0.9 * (natural - beta).abs().mean()
-    assert deaths.mean() < natural.mean()
-    assert accuracy(densified, x_test, y_test) > 0.95
+    ratios, shrink, accuracies = [], [], []
+    for seed in (0, 1, 2):
+        plain = train_blobs(schedule, None, x, y, seed)
+        natural = intra_class_death_times(plain, x_test, y_test)
+        beta = 0.5 * float(natural.mean())  # ask for clusters twice as dense as plain training makes them
+        densified = train_blobs(schedule, TopologicalDensificationLoss(beta), x, y, seed)
+        deaths = intra_class_death_times(densified, x_test, y_test)
+        ratios.append(float((deaths - beta).abs().mean() / (natural - beta).abs().mean()))
+        shrink.append(float(deaths.mean() / natural.mean()))
+        accuracies.append(accuracy(densified, x_test, y_test))
+    assert np.mean(ratios) < 0.9, ratios
+    assert np.mean(shrink) < 1.0, shrink
+    assert np.mean(accuracies) > 0.95, accuracies
 
 
 def test_demo_path_train_classifier_still_returns_per_epoch_losses():

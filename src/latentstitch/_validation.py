@@ -8,8 +8,9 @@ the checks, so that every error names the argument at fault and says what was ex
 Every public function and estimator validates each parameter here, once, where it enters, naming it: integers
 (``check_int``, ``check_positive_int``), real numbers in a range (``check_number``, ``check_positive``,
 ``check_nonnegative``, ``check_probability``), seeds (``check_seed``), choices (``check_choice``), flags
-(``check_bool``), keyword arguments (``check_kwargs``), torch dtypes (``check_float_dtype``) and paths
-(``check_output_path``, ``check_input_path``).
+(``check_bool``), keyword arguments (``check_kwargs``), torch dtypes (``check_float_dtype``) and output paths
+(``check_output_path``); ``model_input_errors`` names the input when a model cannot run on it. Files are read by
+the validated readers of ``latentstitch._persist`` (``read_safetensors``, ``read_json``).
 
 Array-likes. As in scikit-learn, plain Python lists and tuples of numbers (and any object numpy converts to a
 numeric array, e.g. a pandas DataFrame) are accepted wherever an array is: they are converted to a float64 numpy
@@ -292,20 +293,6 @@ def check_output_path(path: object, name: str = "path") -> Path:
     if not target.parent.is_dir():
         raise ValueError(f"{name}: the folder {str(target.parent)!r} does not exist (for {str(target)!r})")
     return target
-
-
-def check_input_path(path: object, name: str = "path", *, folder: bool = False) -> Path:
-    """An existing file (or folder, with ``folder``), named in every error."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"{name}: expected a path (str or os.PathLike), got {type(path).__name__}")
-    source = Path(os.fspath(path))
-    if not source.exists():
-        raise ValueError(f"{name}: no such {'folder' if folder else 'file'}: {str(source)!r}")
-    if folder and not source.is_dir():
-        raise ValueError(f"{name}: {str(source)!r} is a file, not a folder")
-    if not folder and source.is_dir():
-        raise ValueError(f"{name}: {str(source)!r} is a folder, not a file")
-    return source
 
 
 #: torch's own message when batch normalisation in train mode sees one value per channel.
