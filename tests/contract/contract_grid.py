@@ -10,9 +10,11 @@ finite result equal to a float64 reference (computed on the clean float64 data) 
 
 from __future__ import annotations
 
+import atexit
 import functools
 import itertools
 import math
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -72,6 +74,10 @@ _TORCH_DTYPES = {
     "uint8": torch.uint8,
     "bool": torch.bool,
 }
+#: A folder of this process (removed at exit) for cases that write files.
+SCRATCH = Path(tempfile.mkdtemp(prefix="latentstitch-contract-"))
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
+
 _TOLERANCE = {"float64": 1e-7, "float32": 2e-4, "float16": 0.05, "bfloat16": 0.08}
 
 
@@ -970,8 +976,8 @@ def estimator_cases(name: str) -> list[Case]:
             valid=False,
         )
     )
-    folder = tempfile.gettempdir()
-    missing = str(Path(folder) / "missing")
+    folder = SCRATCH  # exists; SCRATCH / "missing" never does
+    missing = str(folder / "missing")
     cases.append(
         Case(
             "estimator",

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 from contract_cases import Case, cli_outcome, close_to, finite_in, output_check
-from contract_grid import data_pair, make_estimator
+from contract_grid import SCRATCH, data_pair, make_estimator
 from contract_registry import BAD_COUNTS, BAD_SEEDS, CLI, ESTIMATORS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -31,7 +31,7 @@ class Workspace:
     """A fresh folder per case, under one temporary root."""
 
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="latentstitch-contract-"))
+        self.root = Path(tempfile.mkdtemp(prefix="latentstitch-contract-", dir=SCRATCH))
         self.count = 0
 
     def folder(self) -> Path:
@@ -615,15 +615,22 @@ def layer_file_cases(workspace: Workspace) -> list[Case]:
         return _load_layer(_estimator_file_as_layer(workspace.folder()))
 
     cases.append(
-        Case("file", "load_stitching_layer", "load: an estimator file", estimator_file, names=("path",), valid=False)
+        Case(
+            "file",
+            "load_stitching_layer",
+            "load: an estimator file",
+            estimator_file,
+            names=(str(workspace.root),),
+            valid=False,
+        )
     )
-    missing = str(Path(tempfile.gettempdir()) / "missing")
+    missing = str(SCRATCH / "missing")
     cases.append(
         Case(
             "file",
             "save_stitching_layer",
             "save into a missing folder",
-            lambda: _save_layer_to_missing_folder(Path(tempfile.gettempdir())),
+            functools.partial(_save_layer_to_missing_folder, SCRATCH),
             names=(missing, "path"),
             valid=False,
         )
