@@ -103,6 +103,9 @@ SCALE_SAFETY = pytest.mark.xfail(strict=True, reason="scale-safety: issue 21")
 
 # Families whose cases the hypothesis tests draw (by axes) instead of listing one by one.
 DRAWN = {"measure", "projection", "estimator"}
+# Examples drawn per test: multiples of the hypothesis profile's (tests/conftest.py; 25 in CI), so a more thorough
+# profile draws more combinations.
+EXAMPLES = settings.default.max_examples
 
 
 def assert_acceptable(case) -> None:
@@ -160,7 +163,7 @@ def measure_inputs(draw):
     )
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=4 * EXAMPLES, deadline=None)
 @given(measure_inputs())
 def test_measures(spec):
     from contract_grid import measure_case
@@ -169,7 +172,7 @@ def test_measures(spec):
     assert_acceptable(measure_case(name, **spec))
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=3 * EXAMPLES, deadline=None)
 @given(
     st.sampled_from(SIMILARITIES),
     st.sampled_from(CONTAINERS),
@@ -200,7 +203,7 @@ def estimator_inputs(draw):
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=2 * EXAMPLES, deadline=None)
 @given(estimator_inputs())
 def test_estimators(spec):
     name = spec.pop("name")
