@@ -53,6 +53,15 @@ def test_demo_shows_relative_stitching_works_and_absolute_does_not(tmp_path, cap
     assert "| latent space | non-stitched | stitched |" in markdown and "latent_spaces.png" in markdown
 
 
+def test_a_demo_too_short_or_untrained_to_mean_something_is_a_smoke_run_with_no_verdict():
+    from latentstitch.experiments.demo import MIN_EPOCHS_FOR_VERDICT, TRAINED_ACCURACY, smoke_reasons
+
+    assert smoke_reasons(MIN_EPOCHS_FOR_VERDICT, 0.94) == []
+    assert smoke_reasons(1, 0.94) and smoke_reasons(0, 0.94)  # the claim is about trained models
+    assert smoke_reasons(8, 0.1) and smoke_reasons(8, TRAINED_ACCURACY - 0.01)  # models that did not learn
+    assert smoke_reasons(8, float("nan"))
+
+
 def _run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "latentstitch", *args], capture_output=True, text=True)
 

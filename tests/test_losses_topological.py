@@ -159,7 +159,7 @@ def test_bad_arguments_are_named():
         TopologicalDensificationLoss(1.0)(z, torch.zeros(8))
     with pytest.raises(ValueError, match="latents and labels must have the same number of samples"):
         TopologicalDensificationLoss(1.0)(z, torch.zeros(7, dtype=torch.long))
-    with pytest.raises(ValueError, match="beta: expected a non-negative number"):
+    with pytest.raises(ValueError, match="beta: expected a finite number >= 0"):
         TopologicalDensificationLoss(-1.0)(z)
     with pytest.raises(ValueError, match="latents: contains NaN"):
         TopologicalDensificationLoss(1.0)(torch.full((3, 2), float("nan")))

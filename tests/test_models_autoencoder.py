@@ -142,5 +142,5 @@ def test_bad_anchor_images_are_named():
         ConvAutoencoder(anchor_inputs=torch.rand(4, 3, 28, 28))
     with pytest.raises(ValueError, match="loss: expected one of 'calibrated', 'mse'"):
         ConvAutoencoder(loss="l1")
-    with pytest.raises(ValueError, match="width: expected a positive multiplier"):
+    with pytest.raises(ValueError, match="width: expected a finite number > 0"):
         ConvAutoencoder(width=0)

@@ -155,5 +155,5 @@ def test_checkpoint_files_are_safetensors_and_json(tmp_path):
     assert json.loads((tmp_path / "checkpoint.json").read_text())["metadata"] == {"note": "x"}
     with pytest.raises(ValueError, match="holds no optimiser state"):
         load_checkpoint(tmp_path, make_model(1), torch.optim.Adam(make_model(1).parameters()))
-    with pytest.raises(FileNotFoundError, match="no model.safetensors"):
+    with pytest.raises(ValueError, match="directory: no checkpoint folder"):
         load_checkpoint(tmp_path / "missing", model)

@@ -52,6 +52,9 @@ def set_threads(threads: int) -> str:
     """
     from threadpoolctl import threadpool_info, threadpool_limits
 
+    from latentstitch._validation import check_positive_int
+
+    threads = check_positive_int(threads, "threads")
     torch.set_num_threads(threads)
     threadpool_limits(threads)
     pools = ", ".join(f"{p['internal_api']}={p['num_threads']}" for p in threadpool_info())

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -46,6 +47,21 @@ def probability(text: str) -> float:
     if value >= 1:
         raise argparse.ArgumentTypeError(f"expected a number between 0 and 1 (exclusive), got {text!r}")
     return value
+
+
+@contextmanager
+def option_errors(options: Mapping[str, str]) -> Iterator[None]:
+    """Inside the block, a ValueError/TypeError of the library that names a function argument (``"num_anchors:
+    ..."``) is raised again as a ``UsageError`` naming the command-line option it came from (``"--anchors: ..."``),
+    so the user reads the option they typed."""
+    try:
+        yield
+    except (ValueError, TypeError) as error:
+        message = str(error)
+        for argument, option in options.items():
+            if message.startswith(f"{argument}:"):
+                raise UsageError(option + message[len(argument) :]) from error
+        raise
 
 
 def output_folder(path: Path | str, option: str) -> Path:

@@ -10,8 +10,12 @@ of those go to the JSON header.
 ``load`` checks the whole file before it builds anything: that the path is a readable safetensors file written by
 latentstitch, that the class is known and the parameters are the class's own, that every learned name is a
 learned-state name (``name_``) that does not shadow a method, that every tensor the header names is present and
-no other tensor is, and finally the class's own ``_check_loaded()`` (shapes that must agree). Every error names the
-path and what is wrong.
+no other tensor is, and finally the class's own ``_check_params()`` (the parameters' types and ranges, as ``fit``
+checks them) and ``_check_loaded()`` (shapes that must agree, finite values). Every error names the path and what
+is wrong.
+
+``read_safetensors`` and ``read_json`` are the validated readers every other loader of the package uses
+(stitching layers, checkpoints, activation stores, encoder caches).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._moments import CrossMoments
+from latentstitch._validation import check_output_path
 
 FORMAT = "latentstitch/1"
 READABLE_FORMATS = (FORMAT, "latentstitch.stitching/1")  # files of earlier versions stay readable
@@ -64,6 +69,10 @@ class Persistable:
         """Read an estimator written by ``save``; refuses files of other classes than this one (or its subclasses)
         and files that fail validation, naming the path and what is wrong."""
         return load(path, expected=cls)
+
+    def _check_params(self) -> None:
+        """Validate the constructor's parameters, naming the one at fault (override in subclasses). Called by
+        ``fit`` and by ``load``, so a file with a mistyped parameter is refused when it is read."""
 
     def _check_loaded(self) -> None:
         """Check restored learned state for consistency (override in subclasses)."""
@@ -141,11 +150,7 @@ def save(estimator: BaseEstimator, path: str | os.PathLike) -> None:
     from latentstitch import __version__
 
     check_is_fitted(estimator)
-    target = Path(os.fspath(path))
-    if target.is_dir():
-        raise ValueError(f"path: {str(target)!r} is a folder; give a file name such as model.safetensors")
-    if not target.parent.is_dir():
-        raise ValueError(f"path: the folder {str(target.parent)!r} does not exist (for {str(target)!r})")
+    target = check_output_path(path, "path")
     tensors: dict[str, torch.Tensor] = {}
     header = {
         "format": FORMAT,
@@ -164,23 +169,45 @@ class _Invalid(ValueError):
     pass
 
 
-def _read(path: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+def read_safetensors(path: str | os.PathLike, name: str = "path") -> tuple[dict[str, str], dict[str, torch.Tensor]]:
+    """The metadata and tensors of a safetensors file, every failure one ValueError naming ``name`` and the path
+    (missing, a folder, empty, damaged, truncated, not safetensors). The one reader of every loader."""
     from safetensors import safe_open
 
-    where = repr(str(path))
-    if not path.exists():
-        raise ValueError(f"path: no such file: {where}")
-    if path.is_dir():
-        raise ValueError(f"path: {where} is a folder, not a safetensors file")
-    if path.stat().st_size == 0:
-        raise ValueError(f"path: {where} is empty, not a safetensors file")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name}: expected a file path (str or os.PathLike), got {type(path).__name__}")
+    source = Path(os.fspath(path))
+    where = repr(str(source))
+    if not source.exists():
+        raise ValueError(f"{name}: no such file: {where}")
+    if source.is_dir():
+        raise ValueError(f"{name}: {where} is a folder, not a safetensors file")
+    if source.stat().st_size == 0:
+        raise ValueError(f"{name}: {where} is empty, not a safetensors file")
     try:
-        with safe_open(os.fspath(path), framework="pt") as handle:
+        with safe_open(os.fspath(source), framework="pt") as handle:
             metadata = handle.metadata() or {}
             tensors = {key: handle.get_tensor(key) for key in handle.keys()}
     except Exception as error:  # safetensors raises its own error types (and OSError) for damaged files
         detail = " ".join(str(error).split()) or type(error).__name__
-        raise ValueError(f"path: {where} is not a readable safetensors file ({detail})") from None
+        raise ValueError(f"{name}: {where} is not a readable safetensors file ({detail})") from None
+    return metadata, tensors
+
+
+def read_json(path: Path, name: str = "path") -> Any:
+    """A JSON file, a missing or damaged one being a ValueError naming ``name`` and the path."""
+    where = repr(str(path))
+    if not path.is_file():
+        raise ValueError(f"{name}: no such file: {where}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{name}: {where} is not valid JSON ({error})") from None
+
+
+def _read(path: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    where = repr(str(path))
+    metadata, tensors = read_safetensors(path)
     if HEADER_KEY not in metadata:
         raise ValueError(f"path: {where} is a safetensors file but was not written by latentstitch")
     try:
@@ -205,7 +232,7 @@ def _class_of(class_name: Any) -> type:
     return _CLASSES[class_name]
 
 
-def _check_params(cls: type, encoded: Any, where: str) -> None:
+def _check_encoded_params(cls: type, encoded: Any, where: str) -> None:
     if not isinstance(encoded, dict):
         raise _Invalid(f"{where}: parameters must be a JSON object")
     allowed = set(cls._get_param_names()) if issubclass(cls, BaseEstimator) else set()
@@ -219,7 +246,7 @@ def _check_params(cls: type, encoded: Any, where: str) -> None:
         if not isinstance(item, dict) or not ({"value"} == set(item) or {"estimator", "params"} == set(item)):
             raise _Invalid(f"{where}: parameter {name!r} is damaged")
         if "estimator" in item:
-            _check_params(_class_of(item["estimator"]), item["params"], f"{where}.{name}")
+            _check_encoded_params(_class_of(item["estimator"]), item["params"], f"{where}.{name}")
 
 
 def _check_learned(cls: type, learned: Any, prefix: str, tensors: dict[str, torch.Tensor], used: set[str]) -> None:
@@ -245,7 +272,7 @@ def _check_learned(cls: type, learned: Any, prefix: str, tensors: dict[str, torc
             used.update(f"{key}.{f}" for f in fields)
         elif "estimator" in item:
             nested = _class_of(item["estimator"])
-            _check_params(nested, item.get("params", {}), key)
+            _check_encoded_params(nested, item.get("params", {}), key)
             _check_learned(nested, item.get("learned", {}), key + ".", tensors, used)
         elif "value" not in item:
             raise _Invalid(f"learned entry {key!r} is damaged")
@@ -278,8 +305,9 @@ def _restore(estimator: BaseEstimator, learned: dict[str, Any], prefix: str, ten
 
 
 def _check_consistent(estimator: BaseEstimator, key: str) -> None:
-    check = getattr(estimator, "_check_loaded", None)
-    if check is not None:
+    for check in (getattr(estimator, "_check_params", None), getattr(estimator, "_check_loaded", None)):
+        if check is None:
+            continue
         try:
             check()
         except (ValueError, TypeError) as error:
@@ -295,7 +323,7 @@ def load(path: str | os.PathLike, expected: type = BaseEstimator) -> Any:
         cls = _class_of(header["class"])
         if not issubclass(cls, expected):
             raise _Invalid(f"holds a {header['class']}, not a {expected.__name__}")
-        _check_params(cls, header["params"], "parameters")
+        _check_encoded_params(cls, header["params"], "parameters")
         used: set[str] = set()
         _check_learned(cls, header["learned"], "", tensors, used)
         extra = sorted(set(tensors) - used)

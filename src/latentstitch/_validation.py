@@ -4,11 +4,28 @@ Every public function of latentstitch accepts numpy arrays or torch tensors and 
 The math is written once, in torch: numpy inputs are viewed as tensors without a copy (``torch.from_numpy``), and
 results are handed back as numpy arrays of the same dtype. This module is the one place that does the conversion and
 the checks, so that every error names the argument at fault and says what was expected.
+
+Every public function and estimator validates each parameter here, once, where it enters, naming it: integers
+(``check_int``, ``check_positive_int``), real numbers in a range (``check_number``, ``check_positive``,
+``check_nonnegative``, ``check_probability``), seeds (``check_seed``), choices (``check_choice``), flags
+(``check_bool``), keyword arguments (``check_kwargs``), torch dtypes (``check_float_dtype``) and output paths
+(``check_output_path``); ``model_input_errors`` names the input when a model cannot run on it. Files are read by
+the validated readers of ``latentstitch._persist`` (``read_safetensors``, ``read_json``).
+
+Array-likes. As in scikit-learn, plain Python lists and tuples of numbers (and any object numpy converts to a
+numeric array, e.g. a pandas DataFrame) are accepted wherever an array is: they are converted to a float64 numpy
+array, and results come back as numpy arrays. A numpy array or torch tensor of an integer or boolean dtype is
+refused with a TypeError asking for an explicit conversion: its dtype is the caller's choice, and converting
+integer data silently would hide a decision (uint8 images need a scale, token ids are not coordinates).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -51,7 +68,7 @@ def as_float_tensor(
             )
         t = x
     else:
-        raise TypeError(f"{name}: expected a numpy array or a torch tensor, got {type(x).__name__}")
+        t = torch.from_numpy(_array_from_array_like(x, name))
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if t.ndim not in allowed:
@@ -108,8 +125,9 @@ def match_reference(t: torch.Tensor, reference: torch.Tensor, name: str, referen
 
 
 def wrap_like(result: torch.Tensor, like: object) -> ArrayLike:
-    """Return ``result`` as the type of ``like``: numpy in, numpy out (same dtype); torch stays torch."""
-    if isinstance(like, np.ndarray):
+    """Return ``result`` as the type of ``like``: torch stays torch; numpy (or a list, or any other array-like) in,
+    numpy out (same dtype)."""
+    if not isinstance(like, torch.Tensor):
         out = result.detach().cpu()
         if out.dtype == torch.bfloat16:
             out = out.float()
@@ -126,15 +144,52 @@ def to_numpy(x: object, name: str) -> np.ndarray:
         return x.numpy()
     if isinstance(x, np.ndarray):
         return x
-    raise TypeError(f"{name}: expected a numpy array or a torch tensor, got {type(x).__name__}")
+    return _array_from_array_like(x, name)
+
+
+def _array_from_array_like(x: object, name: str) -> np.ndarray:
+    """A float numpy array from a list, tuple or other array-like (scikit-learn's convention: integers and booleans
+    become float64); anything else is a TypeError naming the argument."""
+    if (
+        x is None
+        or isinstance(x, (str, bytes, dict, set, frozenset))
+        or not (isinstance(x, (list, tuple)) or hasattr(x, "__array__"))
+    ):
+        raise TypeError(
+            f"{name}: expected an array (numpy array, torch tensor, or a list of numbers), got {type(x).__name__}"
+        )
+    try:
+        array = np.asarray(x)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{name}: could not be read as a numeric array ({error})") from None
+    if array.dtype.kind in "biu":
+        array = array.astype(np.float64)
+    elif array.dtype.kind != "f":
+        raise TypeError(
+            f"{name}: expected numbers, got values of dtype {array.dtype} (ragged nested lists, strings or objects?)"
+        )
+    return array
+
+
+def check_int(value: object, name: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """An integer (Python or numpy; not a bool, not a float such as 2.0) in ``[minimum, maximum]``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: expected an integer, got {value!r} ({type(value).__name__})")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name}: expected an integer <= {maximum}, got {value}")
+    return int(value)
 
 
 def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name}: expected an integer, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name}: expected an integer >= {minimum}, got {value}")
-    return int(value)
+    """An integer >= ``minimum`` (1 by default): sizes, counts, periods."""
+    return check_int(value, name, minimum=minimum)
+
+
+def check_optional_positive_int(value: object, name: str, *, minimum: int = 1) -> int | None:
+    """None, or an integer >= ``minimum``."""
+    return None if value is None else check_int(value, name, minimum=minimum)
 
 
 def check_bool(value: object, name: str) -> bool:
@@ -143,19 +198,137 @@ def check_bool(value: object, name: str) -> bool:
     return bool(value)
 
 
+def check_number(
+    value: object,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """A finite real number (not a bool, not a string) in the interval from ``low`` to ``high``, each end closed
+    unless ``low_open`` / ``high_open``. NaN and infinities are refused."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: expected a number, got {value!r} ({type(value).__name__})")
+    number = float(value)
+    below = low is not None and (number < low or (low_open and number == low))
+    above = high is not None and (number > high or (high_open and number == high))
+    if not np.isfinite(number) or below or above:
+        if high is None and low is not None:
+            span = f"{'>' if low_open else '>='} {low:g}"
+        elif low is None and high is not None:
+            span = f"{'<' if high_open else '<='} {high:g}"
+        elif low is None:
+            span = "(any real)"
+        else:
+            span = f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        raise ValueError(f"{name}: expected a finite number {span}, got {value!r}")
+    return number
+
+
 def check_nonnegative(value: object, name: str) -> float:
     """A finite real number >= 0 (regularisation strengths, tolerances)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name}: expected a number, got {type(value).__name__}")
-    if not (np.isfinite(value) and value >= 0):
-        raise ValueError(f"{name}: expected a finite number >= 0, got {value}")
-    return float(value)
+    return check_number(value, name, low=0.0)
+
+
+def check_positive(value: object, name: str) -> float:
+    """A finite real number > 0 (learning rates, temperatures, bandwidths, eps)."""
+    return check_number(value, name, low=0.0, low_open=True)
+
+
+def check_probability(value: object, name: str, *, low_open: bool = False, high_open: bool = False) -> float:
+    """A number in [0, 1] (each end excluded on request): momenta, dropout rates, fractions, quantiles."""
+    return check_number(value, name, low=0.0, high=1.0, low_open=low_open, high_open=high_open)
+
+
+#: Seeds are what numpy, torch and scikit-learn all accept: integers in [0, 2**32 - 1].
+MAX_SEED = 2**32 - 1
+
+
+def check_seed(value: object, name: str = "seed", *, allow_none: bool = False) -> int | None:
+    """A random seed: an integer in [0, 2**32 - 1] (or None, meaning fresh entropy, where ``allow_none``)."""
+    if value is None and allow_none:
+        return None
+    return check_int(value, name, minimum=0, maximum=MAX_SEED)
 
 
 def check_choice(value: object, name: str, choices: Sequence[str]) -> str:
-    if value not in choices:
+    """One of ``choices`` (compared by equality; a value of another type, e.g. an array, is simply not one)."""
+    try:
+        valid = isinstance(value, type(choices[0])) and value in choices if choices else False
+    except (TypeError, ValueError):  # unhashable or array-valued comparisons
+        valid = False
+    if not valid:
         raise ValueError(f"{name}: expected one of {', '.join(repr(c) for c in choices)}; got {value!r}")
     return value  # type: ignore[return-value]
+
+
+def check_kwargs(options: Mapping[str, object], allowed: Iterable[str], name: str) -> None:
+    """Refuse keyword arguments outside ``allowed``, naming them and where they were going (``name``)."""
+    allowed = sorted(allowed)
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        accepted = ", ".join(allowed) if allowed else "none"
+        raise TypeError(
+            f"{', '.join(unknown)}: unexpected keyword argument{'s' if len(unknown) > 1 else ''} for {name} "
+            f"(it accepts: {accepted})"
+        )
+
+
+def check_float_dtype(dtype: object, name: str = "dtype") -> torch.dtype:
+    """A floating-point torch dtype (float16, bfloat16, float32, float64)."""
+    if dtype not in _FLOAT_DTYPES or not isinstance(dtype, torch.dtype):
+        raise TypeError(f"{name}: expected a floating-point torch dtype such as torch.float32, got {dtype!r}")
+    return dtype
+
+
+def check_output_path(path: object, name: str = "path") -> Path:
+    """A file path that can be written: not a folder, and in a folder that exists (checked before any work)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name}: expected a file path (str or os.PathLike), got {type(path).__name__}")
+    target = Path(os.fspath(path))
+    if target.is_dir():
+        raise ValueError(f"{name}: {str(target)!r} is a folder; give a file name such as model.safetensors")
+    if not target.parent.is_dir():
+        raise ValueError(f"{name}: the folder {str(target.parent)!r} does not exist (for {str(target)!r})")
+    return target
+
+
+#: torch's own message when batch normalisation in train mode sees one value per channel.
+_BATCHNORM_MESSAGE = "Expected more than 1 value per channel when training"
+
+
+@contextmanager
+def model_input_errors(x: object, name: str, model: str = "the model") -> Iterator[None]:
+    """Run a model on the input ``x`` (the argument ``name``), turning torch's errors that are really about the input
+    into errors naming it: a one-sample training batch through batch normalisation, and inputs of an integer or
+    boolean dtype that the model's floating-point layers cannot take (token ids for an embedding layer are fine:
+    nothing is converted, only the error is explained)."""
+    try:
+        yield
+    except ValueError as error:
+        if _BATCHNORM_MESSAGE not in str(error):
+            raise
+        raise ValueError(
+            f"{name}: {model} has batch normalisation, which in train mode needs more than one value per channel "
+            "(here a batch of one sample); give at least 2 samples or call .eval() to use the running statistics"
+        ) from None
+    except (RuntimeError, TypeError, NotImplementedError) as error:
+        dtype = getattr(x, "dtype", None)
+        if not isinstance(x, (torch.Tensor, np.ndarray)) or dtype is None or _is_floating(dtype):
+            raise
+        detail = " ".join(str(error).split())[:200]
+        raise TypeError(
+            f"{name}: {model} could not run on inputs of dtype {dtype} ({detail}); give floating-point inputs, "
+            f"e.g. images as {name}.float() / 255"
+        ) from None
+
+
+def _is_floating(dtype: object) -> bool:
+    if isinstance(dtype, torch.dtype):
+        return dtype.is_floating_point
+    return np.dtype(dtype).kind == "f"
 
 
 def channels_as_rows(x: torch.Tensor, name: str) -> torch.Tensor:
@@ -174,5 +347,5 @@ def channels_as_rows(x: torch.Tensor, name: str) -> torch.Tensor:
 
 
 def flatten_samples(x: torch.Tensor) -> torch.Tensor:
-    """Activations as one row per sample: (N, ...) -> (N, prod(...)), the convention of CKA and CCA."""
-    return x.reshape(x.shape[0], -1)
+    """Activations as one row per sample: (N, ...) -> (N, prod(...)), the convention of CKA and CCA (N may be 0)."""
+    return x.reshape(x.shape[0], math.prod(x.shape[1:]))

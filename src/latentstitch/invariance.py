@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from latentstitch._validation import ArrayLike, as_float_tensor, check_choice, wrap_like
+from latentstitch._validation import ArrayLike, as_float_tensor, check_choice, check_positive_int, check_seed, wrap_like
 
 ORTHOGONAL = "orthogonal"
 """Rotations and reflections: ``x -> x Q`` with ``Q^T Q = I``."""
@@ -66,6 +66,10 @@ class Transform:
 
     def __call__(self, x: ArrayLike) -> ArrayLike:
         t = as_float_tensor(x, "x", ndim=2)
+        if t.shape[1] != self.matrix.shape[0]:
+            raise ValueError(
+                f"x: has {t.shape[1]} features but this {self.kind} transform acts on {self.matrix.shape[0]}"
+            )
         m = torch.as_tensor(self.matrix, dtype=t.dtype, device=t.device)
         b = torch.as_tensor(self.shift, dtype=t.dtype, device=t.device)
         return wrap_like(t @ m + b, x)
@@ -77,7 +81,8 @@ def random_transform(kind: str, dim: int, seed: int | np.random.Generator = 0) -
     Scales are drawn log-uniformly in [0.2, 5]; invertible linear maps have singular values in [0.5, 2].
     """
     check_choice(kind, "kind", ALL)
-    rng = np.random.default_rng(seed)
+    dim = check_positive_int(dim, "dim")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(check_seed(seed))
     eye = np.eye(dim)
     shift = np.zeros(dim)
     if kind == ORTHOGONAL:

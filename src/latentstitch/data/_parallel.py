@@ -19,7 +19,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from latentstitch._extras import require, require_file
-from latentstitch._validation import check_choice
+from latentstitch._validation import check_choice, check_seed
 from latentstitch.data._datasets import LabelledSplit, check_fraction, stratified_subset
 
 SWORD_PATH = Path("/usr/share/sword")
@@ -187,6 +187,7 @@ def load_parallel_verses(
     """
     check_choice(label, "label", LABELS)
     check_fraction(test_size, "test_size")
+    check_seed(seed)
     modules = dict(BIBLE_MODULES if modules is None else modules)
     languages = tuple(languages)
     for language in languages:

@@ -10,7 +10,6 @@ tampered file cannot run code.
 from __future__ import annotations
 
 import collections
-import json
 import os
 import pickle
 from collections.abc import Mapping
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from latentstitch._extras import require
+from latentstitch._persist import read_json
 from latentstitch.data._datasets import LabelledSplit, check_fraction, class_names, split_dataset, stratified_subset
 from latentstitch.data._graphs import Graph, coalesce_edges
 from latentstitch.data._images import images_to_float, labelled_from_parts, read_idx
@@ -102,8 +102,26 @@ class RestrictedUnpickler(pickle.Unpickler):
 
 
 def restricted_load(path: Path, allowed: Mapping[tuple[str, str], Any]) -> Any:
-    with open(path, "rb") as f:
-        return RestrictedUnpickler(f, allowed, source=str(path)).load()
+    """Unpickle ``path`` with only the ``allowed`` classes; a missing, truncated or damaged file is a ValueError
+    naming it."""
+    if not path.is_file():
+        raise ValueError(f"path: {str(path)!r} not found")
+    try:
+        with open(path, "rb") as f:
+            return RestrictedUnpickler(f, allowed, source=str(path)).load()
+    except pickle.UnpicklingError as error:
+        if "refusing to load" in str(error):
+            raise
+        raise ValueError(f"path: {str(path)!r} is not a readable pickle ({error})") from None
+    except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError) as error:
+        raise ValueError(f"path: {str(path)!r} is damaged or truncated ({type(error).__name__}: {error})") from None
+
+
+def _entry(content: Any, key: str, path: Path) -> Any:
+    """``content[key]`` of an unpickled file, a missing entry being an error naming the file."""
+    if not isinstance(content, Mapping) or key not in content:
+        raise ValueError(f"path: {str(path)!r} holds no {key!r} entry (not a file of this dataset's format?)")
+    return content[key]
 
 
 def _as_dense(value: Any, path: Path) -> np.ndarray:
@@ -207,17 +225,21 @@ def load_cifar_folder(
             if not path.exists():
                 raise FileNotFoundError(f"{path} not found (torchvision's {folder_name} layout)")
             batch = restricted_load(path, allowed)
-            images.append(np.asarray(batch["data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
-            labels.append(np.asarray(batch[key], dtype=np.int64))
+            try:
+                images.append(np.asarray(_entry(batch, "data", path), dtype=np.uint8).reshape(-1, 3, 32, 32))
+                labels.append(np.asarray(_entry(batch, key, path), dtype=np.int64))
+            except (TypeError, ValueError) as error:
+                raise ValueError(f"path: {str(path)!r} does not hold CIFAR images and labels ({error})") from None
         return np.concatenate(images).transpose(0, 2, 3, 1), np.concatenate(labels)
 
     meta = restricted_load(folder / meta_file, allowed)
     names_key = "label_names" if name == "cifar10" else f"{label}_label_names"
+    classes = tuple(_entry(meta, names_key, folder / meta_file))
     parts = (*read(train_files), *read([test_file]))
     return labelled_from_parts(
         name if name == "cifar10" else f"cifar100-{label}",
         parts,
-        tuple(meta[names_key]),
+        classes,
         n_train=n_train,
         n_test=n_test,
         seed=seed,
@@ -232,14 +254,20 @@ def load_cifar_folder(
 def _read_arrow_dataset(folder: Path) -> tuple[dict[str, list], dict]:
     """Columns and features of one ``Dataset.save_to_disk`` folder (``state.json`` + Arrow stream shards)."""
     pa = require("pyarrow", "text", package="pyarrow")
-    state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
-    info = json.loads((folder / "dataset_info.json").read_text(encoding="utf-8"))
+    state = read_json(folder / "state.json", "path")
+    info = read_json(folder / "dataset_info.json", "path")
+    if not isinstance(state, dict) or not isinstance(info, dict) or not isinstance(state.get("_data_files"), list):
+        raise ValueError(f"path: {str(folder / 'state.json')!r} is not a save_to_disk state file")
     if state.get("_indices_data_files"):
         raise ValueError(f"{folder}: saved with an indices mapping; call flatten_indices() before save_to_disk")
     tables = []
     for entry in state["_data_files"]:
-        with pa.memory_map(str(folder / entry["filename"])) as source:
-            tables.append(pa.ipc.open_stream(source).read_all())
+        shard = folder / str(entry.get("filename") if isinstance(entry, dict) else entry)
+        try:
+            with pa.memory_map(str(shard)) as source:
+                tables.append(pa.ipc.open_stream(source).read_all())
+        except (OSError, pa.ArrowException) as error:
+            raise ValueError(f"path: {str(shard)!r} is not a readable Arrow shard ({error})") from None
     table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
     return table.to_pydict(), info.get("features") or {}
 
@@ -253,8 +281,10 @@ def read_hf_saved(path: str | os.PathLike) -> dict[str, tuple[dict[str, list], d
     """
     folder = Path(path)
     if (folder / "dataset_dict.json").exists():
-        splits = json.loads((folder / "dataset_dict.json").read_text(encoding="utf-8"))["splits"]
-        return {split: _read_arrow_dataset(folder / split) for split in splits}
+        listing = read_json(folder / "dataset_dict.json", "path")
+        if not isinstance(listing, dict) or not isinstance(listing.get("splits"), list):
+            raise ValueError(f"path: {str(folder / 'dataset_dict.json')!r} lists no splits")
+        return {split: _read_arrow_dataset(folder / split) for split in listing["splits"]}
     if (folder / "state.json").exists():
         return {"all": _read_arrow_dataset(folder)}
     raise FileNotFoundError(f"{folder}: not a save_to_disk folder (no dataset_dict.json or state.json)")
@@ -367,7 +397,13 @@ def load_planetoid(root: str | os.PathLike, name: str = "cora") -> Graph:
     if x.shape[0] != y.shape[0]:
         raise ValueError(f"{folder}: ind.{key}.x has {x.shape[0]} rows but ind.{key}.y has {y.shape[0]}")
     graph = item("graph")
-    test_index = np.loadtxt(folder / f"ind.{key}.test.index", dtype=np.int64, ndmin=1)
+    index_path = folder / f"ind.{key}.test.index"
+    try:
+        test_index = np.loadtxt(index_path, dtype=np.int64, ndmin=1)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"path: {str(index_path)!r} is not a list of node ids ({error})") from None
+    if not isinstance(graph, Mapping):
+        raise ValueError(f"path: {str(folder / f'ind.{key}.graph')!r} is not an adjacency dict")
     sorted_test = np.sort(test_index)
     ty_labels = _labels_from_onehot(ty)
     span = int(sorted_test[-1] - sorted_test[0]) + 1

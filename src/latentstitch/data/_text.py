@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from latentstitch._validation import check_optional_positive_int, check_seed
 from latentstitch.data._datasets import LabelledSplit, check_fraction, split_dataset, stratified_subset
 
 
@@ -49,7 +50,9 @@ def load_bbc_news(*, test_size: float = 0.2, n: int | None = None, seed: int = 0
     ``n`` keeps a stratified seeded subset of the 2,225 articles before splitting (encoding all of them with a
     transformer takes minutes on a laptop CPU). Each text is the article's title, a blank line, then its body.
     """
-    check_fraction(test_size, "test_size")
+    check_fraction(test_size, "test_size")  # before the corpus is read
+    check_seed(seed)
+    check_optional_positive_int(n, "n")
     texts, labels, topics = bbc_news_documents()
     keep = stratified_subset(labels, n, seed)
     return split_dataset("bbc-news", [texts[i] for i in keep], labels[keep], topics, test_size=test_size, seed=seed)

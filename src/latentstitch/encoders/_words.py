@@ -25,6 +25,8 @@ class WordVectorEncoder(Encoder):
     default_batch_size = 4096
 
     def __init__(self, table: WordVectors, *, unknown: str = "error") -> None:
+        if not isinstance(table, WordVectors):
+            raise TypeError(f"table: expected a latentstitch.data.WordVectors table, got {type(table).__name__}")
         check_choice(unknown, "unknown", UNKNOWN)
         self.table = table
         self.unknown = unknown

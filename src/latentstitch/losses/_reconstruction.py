@@ -19,6 +19,8 @@ def calibrated_reconstruction_loss(reconstruction: torch.Tensor, target: torch.T
         raise ValueError(
             f"reconstruction and target shapes differ: {tuple(reconstruction.shape)} vs {tuple(target.shape)}"
         )
+    if reconstruction.numel() == 0:
+        raise ValueError("reconstruction: is empty; the calibrated likelihood needs at least one element")
     mse = F.mse_loss(reconstruction, target, reduction="mean")
     log_sigma = 0.5 * mse.log()
     return (0.5 * ((target - reconstruction) / log_sigma.exp()).square() + log_sigma).sum()

@@ -15,7 +15,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from latentstitch._validation import ArrayLike, as_float_tensor, check_same_rows, wrap_like
+from latentstitch._validation import (
+    ArrayLike,
+    as_float_tensor,
+    check_nonnegative,
+    check_positive,
+    check_same_rows,
+    wrap_like,
+)
 
 
 def death_times(points: ArrayLike) -> ArrayLike:
@@ -70,16 +77,14 @@ class TopologicalDensificationLoss(nn.Module):
 
     def __init__(self, beta: float, p: float = 1.0):
         super().__init__()
-        self.beta = beta
-        self.p = p
+        self.beta = check_nonnegative(beta, "beta")
+        self.p = check_positive(p, "p")
 
     def forward(
         self, latents: torch.Tensor, labels: torch.Tensor | None = None, *, group_size: int | None = None
     ) -> torch.Tensor:
-        if not isinstance(self.beta, (int, float)) or self.beta < 0:
-            raise ValueError(f"beta: expected a non-negative number, got {self.beta!r}")
-        if not isinstance(self.p, (int, float)) or self.p <= 0:
-            raise ValueError(f"p: expected a positive number, got {self.p!r}")
+        check_nonnegative(self.beta, "beta")  # (attributes may have been changed since construction)
+        check_positive(self.p, "p")
         points, groups = _groups(latents, labels, group_size)
         groups = [g for g in groups if len(g) >= 2]
         if not groups:

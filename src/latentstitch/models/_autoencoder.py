@@ -11,7 +11,14 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from latentstitch._validation import check_choice, check_positive_int
+from latentstitch._validation import (
+    as_float_tensor,
+    check_bool,
+    check_choice,
+    check_nonnegative,
+    check_positive_int,
+    model_input_errors,
+)
 from latentstitch.losses import calibrated_reconstruction_loss, gaussian_kl
 from latentstitch.models._blocks import (
     DEFAULT_CHANNELS,
@@ -101,8 +108,11 @@ class ConvAutoencoder(nn.Module):
         super().__init__()
         self.image_shape = check_image_shape(image_shape)
         self.channels = scaled_channels(channels, width)
-        self.variational = variational
+        self.variational = check_bool(variational, "variational")
         self.relative = anchor_inputs is not None
+        check_positive_int(anchor_refresh, "anchor_refresh")
+        if kl_weight is not None:
+            check_nonnegative(kl_weight, "kl_weight")
         self.loss_kind = check_choice(
             loss or ("mse" if variational and not self.relative else "calibrated"), "loss", RECONSTRUCTION_LOSSES
         )
@@ -136,7 +146,9 @@ class ConvAutoencoder(nn.Module):
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """The flattened output of the convolutional encoder."""
-        return self.encoder(x).flatten(1)
+        x = as_float_tensor(x, "x", ndim=4, finite=False)
+        with model_input_errors(x, "x", type(self).__name__):
+            return self.encoder(x).flatten(1)
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
         """Images -> the stitchable latent: relative vector, absolute code, or (VAE) sampled absolute code."""
@@ -185,7 +197,8 @@ class ConvAutoencoder(nn.Module):
             if self.variational:
                 mu, logvar = self.fc_mu(code), self.fc_var(code)
                 code = self._sample(mu, logvar)
-        images = self.decoder(self.decoder_in(code).view(-1, *self.map_shape))
+        with model_input_errors(latents, "latents", "the decoder"):
+            images = self.decoder(self.decoder_in(code).view(-1, *self.map_shape))
         return images, mu, logvar
 
     def _sample(self, mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from torch import nn
 
-from latentstitch._validation import check_positive_int
+from latentstitch._validation import check_positive, check_positive_int
 
 #: The relreps AE/VAE encoder channels.
 DEFAULT_CHANNELS = (32, 64, 128, 256)
@@ -14,9 +14,14 @@ DEFAULT_CHANNELS = (32, 64, 128, 256)
 
 def scaled_channels(channels: Sequence[int], width: float) -> tuple[int, ...]:
     """``channels`` times a width multiplier, at least 1 each (a cheaper model of the same shape)."""
-    if not width > 0:
-        raise ValueError(f"width: expected a positive multiplier, got {width!r}")
+    check_positive(width, "width")
     return tuple(max(1, round(check_positive_int(c, "channels") * width)) for c in channels)
+
+
+def _check_channels(channels: Sequence[int]) -> tuple[int, ...]:
+    if isinstance(channels, (str, bytes)) or not isinstance(channels, Sequence) or not channels:
+        raise TypeError(f"channels: expected a non-empty sequence of channel counts, got {channels!r}")
+    return tuple(check_positive_int(c, "channels") for c in channels)
 
 
 def conv_output_size(size: int) -> int:
@@ -33,8 +38,9 @@ def check_image_shape(image_shape: Sequence[int]) -> tuple[int, int, int]:
 def conv_encoder(in_channels: int, channels: Sequence[int], *, last_activation: bool = True) -> nn.Sequential:
     """``[Conv2d(k3, s2, p1) -> BatchNorm2d -> GELU]`` per entry of ``channels``; each halves the image side
     (rounding up). ``last_activation=False`` drops the final GELU, as the relative AE/VAE do before projecting."""
+    channels = _check_channels(channels)
     blocks = []
-    previous = in_channels
+    previous = check_positive_int(in_channels, "in_channels")
     for i, out in enumerate(channels):
         last = i == len(channels) - 1
         activation = nn.GELU() if last_activation or not last else nn.Identity()
@@ -85,6 +91,9 @@ def encoder_output_shape(image_shape: Sequence[int], channels: Sequence[int]) ->
 def mlp_encoder(in_features: int, hidden: int, latent_dim: int) -> nn.Sequential:
     """``Flatten -> Linear -> ReLU -> Linear``: a small encoder whose last layer is linear (no activation on the
     latent)."""
+    check_positive_int(in_features, "in_features")
+    check_positive_int(hidden, "hidden")
+    check_positive_int(latent_dim, "latent_dim")
     return nn.Sequential(nn.Flatten(), nn.Linear(in_features, hidden), nn.ReLU(), nn.Linear(hidden, latent_dim))
 
 
@@ -93,6 +102,7 @@ def cnn_encoder(
 ) -> nn.Sequential:
     """``conv_encoder(channels) -> Flatten -> Linear(latent_dim)``: a small image encoder built from the relreps
     blocks (3x3 stride-2 convolutions, batch norm, GELU) with a linear latent."""
+    channels = _check_channels(channels)
     c, h, w = encoder_output_shape(image_shape, channels)
     return nn.Sequential(
         conv_encoder(check_image_shape(image_shape)[0], channels),

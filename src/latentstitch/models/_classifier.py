@@ -7,7 +7,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from latentstitch._validation import as_float_tensor, check_choice, check_positive_int
+from latentstitch._validation import as_float_tensor, check_bool, check_choice, check_positive_int, model_input_errors
 from latentstitch.relative import RelativeProjection, RobustRelativeProjection
 
 #: Relative projections a model can use: cosine (Moschella et al.) or the robust, batch-normalised cosine
@@ -41,7 +41,7 @@ class AnchorEmbeddings(nn.Module):
             with torch.no_grad():
                 return encoder(self.inputs)
         if self._cache is None or self._uses >= self.refresh or self._cache.device != self.inputs.device:
-            with torch.no_grad():
+            with torch.no_grad(), model_input_errors(self.inputs, "anchor_inputs", "the encoder"):
                 self._cache = encoder(self.inputs)
             self._uses = 0
         self._uses += 1
@@ -108,6 +108,7 @@ class LatentClassifier(nn.Module):
         self.latent_dim = check_positive_int(latent_dim, "latent_dim")
         self.relative = anchor_inputs is not None
         self.projection_kind = check_choice(projection, "projection", PROJECTIONS)
+        check_bool(center, "center")
         if self.relative:
             self.anchors = AnchorEmbeddings(anchor_inputs, anchor_refresh)
             if projection == "robust":
@@ -124,7 +125,8 @@ class LatentClassifier(nn.Module):
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         """The encoder output (absolute embeddings), with gradient."""
-        return self.encoder(x)
+        with model_input_errors(x, "x", "the encoder"):
+            return self.encoder(x)
 
     def anchor_embeddings(self) -> torch.Tensor:
         """The anchors embedded by the current encoder (no gradient)."""

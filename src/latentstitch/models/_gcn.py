@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from latentstitch._validation import as_float_tensor, check_choice, check_positive_int
+from latentstitch._validation import as_float_tensor, check_choice, check_positive_int, check_probability
 from latentstitch.models._classifier import PROJECTIONS
 from latentstitch.relative import RelativeProjection, RobustRelativeProjection
 
@@ -115,7 +115,8 @@ class GCNClassifier(nn.Module):
             check_positive_int(layers, "layers")
         )
         self.convs = nn.ModuleList(GCNLayer(a, b) for a, b in itertools.pairwise(widths))
-        self.dropout = dropout
+        self.dropout = check_probability(dropout, "dropout", high_open=True)
+        check_choice(projection, "projection", PROJECTIONS)
         self.relative = anchor_nodes is not None
         if self.relative:
             if (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from latentstitch._validation import as_float_tensor, check_choice, check_positive_int
+from latentstitch._validation import as_float_tensor, check_bool, check_choice, check_positive, check_positive_int
 from latentstitch.relative import RelativeProjection
 
 #: Head recipes: "text" (two SiLU blocks and a final ReLU, monolingual/multilingual text stitching) and "vision"
@@ -24,9 +24,10 @@ class BatchInstanceNorm(nn.Module):
 
     def __init__(self, eps: float = 1e-5):
         super().__init__()
-        self.eps = eps
+        self.eps = check_positive(eps, "eps")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = as_float_tensor(x, "x", finite=False)  # NaN propagates, as through any torch layer
         if x.ndim != 2 or x.shape[0] < 2:
             raise ValueError(f"x: expected a (batch >= 2, features) tensor, got shape {tuple(x.shape)}")
         mean = x.mean(dim=0)
@@ -90,7 +91,7 @@ class RelativeHead(nn.Module):
     def __init__(self, anchors: torch.Tensor, num_classes: int, *, recipe: str = "text", center: bool = False):
         super().__init__()
         anchors = as_float_tensor(anchors, "anchors", ndim=2, min_rows=1)
-        self.center = center
+        self.center = check_bool(center, "center")
         self.projection = RelativeProjection("cosine", anchors=anchors, output_norm="l2", center=center)
         self.latent_width = anchors.shape[0]
         self.head = stitching_head(self.latent_width, num_classes, recipe)
@@ -123,4 +124,4 @@ class AbsoluteHead(nn.Module):
         return self.head(latents)
 
     def forward(self, embeddings: torch.Tensor) -> torch.Tensor:
-        return self.head(embeddings)
+        return self.head(as_float_tensor(embeddings, "embeddings", ndim=2, finite=False))

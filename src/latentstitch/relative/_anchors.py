@@ -13,7 +13,7 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import pairwise_distances_argmin
 from sklearn.utils import shuffle
 
-from latentstitch._validation import ArrayLike, as_float_tensor, check_choice, check_positive_int, to_numpy
+from latentstitch._validation import ArrayLike, as_float_tensor, check_choice, check_positive_int, check_seed, to_numpy
 
 STRATEGIES = ("random", "stratified", "kmeans", "farthest")
 
@@ -48,8 +48,9 @@ def select_anchors(
     indices : (n,) int64 numpy array, in selection order.
     """
     check_choice(strategy, "strategy", STRATEGIES)
-    xt = as_float_tensor(x, "x", ndim=2)
     n = check_positive_int(n, "n")
+    seed = check_seed(seed, allow_none=True)
+    xt = as_float_tensor(x, "x", ndim=2)
     total = xt.shape[0]
     if n > total:
         raise ValueError(f"n: asked for {n} anchors but x has only {total} samples")

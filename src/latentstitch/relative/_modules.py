@@ -7,7 +7,16 @@ from typing import Any
 import torch
 from torch import nn
 
-from latentstitch._validation import as_float_tensor, check_choice, check_positive_int, check_same_width
+from latentstitch._validation import (
+    as_float_tensor,
+    check_bool,
+    check_choice,
+    check_optional_positive_int,
+    check_positive,
+    check_positive_int,
+    check_probability,
+    check_same_width,
+)
 from latentstitch.relative._projection import relative_projection
 from latentstitch.relative._similarities import _row_norms, get_similarity
 
@@ -31,6 +40,7 @@ class _AnchoredProjection(nn.Module):
 
     def __init__(self, anchors: torch.Tensor | None, num_anchors: int | None, output_norm: str):
         super().__init__()
+        num_anchors = check_optional_positive_int(num_anchors, "num_anchors")
         if anchors is not None:
             anchors = as_float_tensor(anchors, "anchors", ndim=2, min_rows=1).detach().clone()
             if num_anchors is not None and num_anchors != anchors.shape[0]:
@@ -69,6 +79,11 @@ class _AnchoredProjection(nn.Module):
     def _normalize_output(self, r: torch.Tensor) -> torch.Tensor:
         if self.output_norm == "l2":
             return r / _row_norms(r, "relative representation", 1e-12)
+        if self.output_norm == "batchnorm" and self.training and r.shape[0] < 2:
+            raise ValueError(
+                f"x: output_norm='batchnorm' needs at least 2 samples per batch in train mode, got {r.shape[0]}; "
+                "call .eval() to use the running statistics"
+            )
         return r if self.norm is None else self.norm(r)
 
 
@@ -104,8 +119,10 @@ class RelativeProjection(_AnchoredProjection):
         **similarity_kwargs: Any,
     ):
         super().__init__(anchors, num_anchors, output_norm)
-        self.similarity = get_similarity(similarity).name
-        self.center = center
+        spec = get_similarity(similarity)
+        spec.check_options(similarity_kwargs)
+        self.similarity = spec.name
+        self.center = check_bool(center, "center")
         self.similarity_kwargs = similarity_kwargs
 
     def forward(self, x: torch.Tensor, anchors: torch.Tensor | None = None) -> torch.Tensor:
@@ -160,14 +177,14 @@ class RobustRelativeProjection(_AnchoredProjection):
         self.num_features = check_positive_int(num_features, "num_features")
         if anchors is not None and self.anchors.shape[1] != num_features:
             raise ValueError(f"anchors: expected {num_features} features, got {self.anchors.shape[1]}")
-        self.momentum = momentum
-        self.eps = eps
+        self.momentum = check_probability(momentum, "momentum")
+        self.eps = check_positive(eps, "eps")
         self.register_buffer("running_mean", torch.zeros(num_features))
         self.register_buffer("running_var", torch.ones(num_features))
         self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
 
     def forward(self, x: torch.Tensor, anchors: torch.Tensor | None = None) -> torch.Tensor:
-        x = as_float_tensor(x, "x", ndim=2, finite=False)
+        x = as_float_tensor(x, "x", ndim=2)  # NaN would spread through the batch statistics into every row
         if x.shape[1] != self.num_features:
             raise ValueError(f"x: expected {self.num_features} features, got {x.shape[1]}")
         anchors = self._anchors_for(x, anchors)

@@ -9,13 +9,15 @@ import torch
 from latentstitch._validation import (
     ArrayLike,
     as_float_tensor,
+    check_bool,
     check_finite,
+    check_optional_positive_int,
     check_same_width,
     match_reference,
     wrap_like,
 )
 from latentstitch.distributed._arrays import is_dask_array, project_blocks
-from latentstitch.relative._similarities import ZeroNormError, get_similarity
+from latentstitch.relative._similarities import SimilaritySpec, ZeroNormError, get_similarity
 
 # Elements per chunk of samples: 4 Mi floats (16 MiB in float32) keeps a chunk and its output in cache-friendly
 # sizes while amortising the per-call overhead. benchmarks/relative_projection.py measures the choice.
@@ -60,9 +62,9 @@ def relative_projection(
     ``anchors`` when they are tensors that require grad. A ``dask.array`` ``x`` gives a lazy dask array with
     ``x``'s row chunks and one chunk of columns, projected block by block (``latentstitch.distributed``).
     """
+    spec = check_projection_options(similarity, center, chunk_size, similarity_kwargs)
     if is_dask_array(x):
         return project_blocks(x, anchors, similarity, center=center, chunk_size=chunk_size, **similarity_kwargs)
-    spec = get_similarity(similarity)
     xt = as_float_tensor(x, "x", ndim=2, finite=False)  # finiteness is checked chunk by chunk, below
     at = as_float_tensor(anchors, "anchors", ndim=2, min_rows=1)
     check_same_width(xt, at, "x", "anchors")
@@ -99,3 +101,14 @@ def relative_projection(
             else:
                 out[start:stop] = project(start, stop)
     return wrap_like(out, x)
+
+
+def check_projection_options(
+    similarity: str, center: object, chunk_size: object, options: dict[str, Any]
+) -> SimilaritySpec:
+    """Validate the arguments of ``relative_projection`` besides the arrays, naming each; returns the similarity."""
+    spec = get_similarity(similarity)
+    check_bool(center, "center")
+    check_optional_positive_int(chunk_size, "chunk_size")
+    spec.check_options(options)
+    return spec

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from latentstitch._backend import matmul
+from latentstitch._validation import check_bool, check_kwargs, check_positive
 from latentstitch.invariance import (
     AXIS_REFLECTION,
     INVERTIBLE_LINEAR,
@@ -67,8 +68,32 @@ class SimilaritySpec:
     def doc(self) -> str:
         return (self.function.__doc__ or "").strip()
 
+    @property
+    def option_names(self) -> tuple[str, ...]:
+        """The keyword options the function takes (besides the samples, the anchors and ``out``)."""
+        parameters = list(inspect.signature(self.function).parameters)
+        return tuple(name for name in parameters[2:] if name != "out")
+
+    def check_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """Refuse options this similarity does not take, and invalid values of those it does, naming them."""
+        check_kwargs(options, self.option_names, f"the {self.name!r} similarity")
+        for name, value in options.items():
+            check = OPTION_CHECKS.get(name)
+            if check is not None:
+                check(value, name)
+        return options
+
 
 SIMILARITIES: dict[str, SimilaritySpec] = {}
+
+
+def _optional_positive(value: Any, name: str) -> None:
+    if value is not None:
+        check_positive(value, name)
+
+
+#: Validators of the options similarity functions share (a new option with its own range adds an entry here).
+OPTION_CHECKS: dict[str, Callable[[Any, str], Any]] = {"eps": _optional_positive, "scaled": check_bool}
 
 
 def _identity_prepare(anchors: torch.Tensor, **_: Any) -> torch.Tensor:
@@ -106,7 +131,7 @@ def register_similarity(
 def get_similarity(name: str) -> SimilaritySpec:
     try:
         return SIMILARITIES[name]
-    except KeyError:
+    except (KeyError, TypeError):
         raise ValueError(
             f"similarity: unknown similarity {name!r}; registered: {', '.join(sorted(SIMILARITIES))}"
         ) from None
@@ -186,7 +211,7 @@ def euclidean(x: torch.Tensor, anchors: torch.Tensor) -> torch.Tensor:
     """
     # compute_mode: the exact difference-based path, not the |x|^2 + |a|^2 - 2<x, a> shortcut, which loses
     # all precision for nearby points in float32.
-    return torch.cdist(x, anchors, compute_mode="donot_use_mm_for_euclid_dist")
+    return _half_safe(torch.cdist, x, anchors, compute_mode="donot_use_mm_for_euclid_dist")
 
 
 @register_similarity(
@@ -200,7 +225,7 @@ def l1(x: torch.Tensor, anchors: torch.Tensor) -> torch.Tensor:
 
     Invariant to translations, coordinate permutations and sign flips of coordinates; not to rotations.
     """
-    return torch.cdist(x, anchors, p=1.0)
+    return _half_safe(torch.cdist, x, anchors, p=1.0)
 
 
 @register_similarity(
@@ -214,7 +239,15 @@ def linf(x: torch.Tensor, anchors: torch.Tensor) -> torch.Tensor:
 
     Invariant to translations, coordinate permutations and sign flips of coordinates; not to rotations.
     """
-    return torch.cdist(x, anchors, p=math.inf)
+    return _half_safe(torch.cdist, x, anchors, p=math.inf)
+
+
+def _half_safe(distance: Callable[..., torch.Tensor], x: torch.Tensor, anchors: torch.Tensor, **options: Any):
+    """``distance(x, anchors)``, computed in float32 for half-precision inputs on the CPU (which torch's cdist does
+    not implement) and returned in the inputs' dtype."""
+    if x.dtype in (torch.float16, torch.bfloat16) and x.device.type == "cpu":
+        return distance(x.float(), anchors.float(), **options).to(x.dtype)
+    return distance(x, anchors, **options)
 
 
 def _basis_change_prepare(anchors: torch.Tensor) -> torch.Tensor:

@@ -12,15 +12,24 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._persist import Persistable
-from latentstitch._validation import ArrayLike, as_float_tensor, match_reference, wrap_like
+from latentstitch._validation import ArrayLike, as_float_tensor, check_positive, match_reference, wrap_like
 from latentstitch.relative._similarities import _row_norms
 
 
 class _AnchorFittedTransform(Persistable, TransformerMixin, BaseEstimator):
     def _start_fit(self, anchors: ArrayLike) -> torch.Tensor:
+        self._check_params()
         t = as_float_tensor(anchors, "anchors", ndim=2, min_rows=1)
         self.n_features_in_ = t.shape[1]
         return t
+
+    def _check_loaded(self) -> None:
+        # every learned array is one value per feature, finite (checked when a file is read)
+        for name in ("mean_", "scale_"):
+            if hasattr(self, name):
+                value = as_float_tensor(getattr(self, name), name)
+                if tuple(value.shape) != (self.n_features_in_,):
+                    raise ValueError(f"{name} has shape {tuple(value.shape)}, expected ({self.n_features_in_},)")
 
     def _input(self, x: ArrayLike) -> torch.Tensor:
         check_is_fitted(self, "n_features_in_")
@@ -60,12 +69,14 @@ class StandardScaling(_AnchorFittedTransform):
     """Per-feature standardisation with the anchors' statistics: ``x -> (x - mean) / std``.
 
     ``std`` is the population standard deviation (ddof=0); features that are constant over the anchors keep
-    scale 1, as in scikit-learn's StandardScaler. Learned: ``mean_``, ``scale_``.
+    scale 1, as in scikit-learn's StandardScaler. Learned: ``mean_``, ``scale_``. The spread is computed in float64
+    after dividing each feature by its largest deviation, so features of any magnitude (1e-30 or 1e30 in float32)
+    are standardised, not mistaken for constants or overflowed.
     """
 
     def fit(self, anchors: ArrayLike, y: object = None) -> StandardScaling:
         t = self._start_fit(anchors)
-        std = t.std(dim=0, unbiased=False)
+        std = _spread(t).to(t.dtype)
         self.mean_ = wrap_like(t.mean(dim=0), anchors)
         self.scale_ = wrap_like(torch.where(std > 0, std, torch.ones_like(std)), anchors)
         return self
@@ -88,6 +99,10 @@ class L2Normalization(_AnchorFittedTransform):
     def __init__(self, eps: float | None = None):
         self.eps = eps
 
+    def _check_params(self) -> None:
+        if self.eps is not None:
+            check_positive(self.eps, "eps")
+
     def fit(self, anchors: ArrayLike, y: object = None) -> L2Normalization:
         self._start_fit(anchors)
         return self
@@ -95,3 +110,12 @@ class L2Normalization(_AnchorFittedTransform):
     def transform(self, x: ArrayLike) -> ArrayLike:
         t = self._input(x)
         return wrap_like(t / _row_norms(t, "x", self.eps), x)
+
+
+def _spread(t: torch.Tensor) -> torch.Tensor:
+    """Per-feature population standard deviation, in float64, computed on deviations rescaled by their largest
+    magnitude (as BLAS nrm2 does), so that neither tiny nor huge values underflow or overflow on the way."""
+    deviations = t.double() - t.double().mean(dim=0)
+    peak = deviations.abs().amax(dim=0)
+    safe = torch.where(peak > 0, peak, torch.ones_like(peak))
+    return peak * (deviations / safe).pow(2).mean(dim=0).sqrt()

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import torch
 
 from latentstitch._moments import CrossMoments, RankDeficiencyWarning
-from latentstitch._validation import ArrayLike, check_choice
+from latentstitch._validation import ArrayLike, check_choice, check_int, check_number
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, prepare_pair
 
 REDUCTIONS = ("mean", "r2")
@@ -24,6 +25,20 @@ REDUCTIONS = ("mean", "r2")
 
 def default_rtol(width: int, dtype: torch.dtype) -> float:
     return width * max(torch.finfo(torch.float64).eps, torch.finfo(dtype).eps ** 2)
+
+
+def check_rtol(rtol: object) -> float | None:
+    """None (the default threshold) or a relative eigenvalue threshold in [0, 1)."""
+    return None if rtol is None else check_number(rtol, "rtol", low=0.0, high=1.0, high_open=True)
+
+
+def check_keep(keep: object) -> float | int:
+    """SVCCA's ``keep``: a fraction of variance in (0, 1] (float) or a number of directions >= 1 (int)."""
+    if isinstance(keep, (bool, np.bool_)) or not isinstance(keep, (int, float, np.integer, np.floating)):
+        raise TypeError(f"keep: expected a float fraction in (0, 1] or an int count, got {keep!r}")
+    if isinstance(keep, (int, np.integer)):
+        return check_int(keep, "keep", minimum=1)
+    return check_number(keep, "keep", low=0.0, high=1.0, low_open=True)
 
 
 def whitener(scatter: torch.Tensor, name: str, measure: str, rtol: float | None, dtype: torch.dtype) -> torch.Tensor:
@@ -156,6 +171,7 @@ def cca(x: ArrayLike, y: ArrayLike, reduce: str = "mean", *, rtol: float | None 
     Computed in float64; differentiable for torch inputs.
     """
     check_choice(reduce, "reduce", REDUCTIONS)
+    check_rtol(rtol)
     xt, yt = prepare_pair(x, y, min_rows=2, measure="CCA")
     return as_result(cca_from_moments(moments_of(xt, yt), reduce, rtol, xt.dtype), x, xt)
 
@@ -172,12 +188,8 @@ def svcca(x: ArrayLike, y: ArrayLike, keep: float | int = 0.99, *, rtol: float |
     maps). Computed from moments in float64; differentiable for torch inputs (through the eigendecomposition, which
     needs distinct leading eigenvalues).
     """
-    if isinstance(keep, bool) or not isinstance(keep, (int, float)):
-        raise TypeError(f"keep: expected a float fraction in (0, 1] or an int count, got {type(keep).__name__}")
-    if isinstance(keep, float) and not 0 < keep <= 1:
-        raise ValueError(f"keep: expected a fraction of variance in (0, 1], got {keep}")
-    if isinstance(keep, int) and keep < 1:
-        raise ValueError(f"keep: expected at least 1 direction, got {keep}")
+    check_keep(keep)
+    check_rtol(rtol)
     xt, yt = prepare_pair(x, y, min_rows=2, measure="SVCCA")
     return as_result(svcca_from_moments(moments_of(xt, yt), keep, rtol, xt.dtype), x, xt)
 
@@ -195,5 +207,6 @@ def pwcca(x: ArrayLike, y: ArrayLike, *, rtol: float | None = None) -> float | t
     translation, isotropic scaling, permutation and sign flips of neurons (the weights depend on x's neuron basis).
     Computed from moments in float64; differentiable for torch inputs.
     """
+    check_rtol(rtol)
     xt, yt = prepare_pair(x, y, min_rows=2, measure="PWCCA")
     return as_result(pwcca_from_moments(moments_of(xt, yt), rtol, xt.dtype), x, xt)

@@ -18,7 +18,14 @@ import torch
 
 from latentstitch._backend import matmul
 from latentstitch._moments import CrossMoments
-from latentstitch._validation import ArrayLike, check_choice, check_finite, check_positive_int
+from latentstitch._validation import (
+    ArrayLike,
+    check_bool,
+    check_choice,
+    check_finite,
+    check_positive,
+    check_positive_int,
+)
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, needs_grad, prepare_pair
 
 KERNELS = ("linear", "rbf")
@@ -302,6 +309,8 @@ def cka(
     ``ZeroVarianceError``.
     """
     check_choice(kernel, "kernel", KERNELS)
+    check_bool(debiased, "debiased")
+    check_positive(bandwidth, "bandwidth")
     check_choice(method, "method", ("auto", "features", "gram"))
     if kernel == "rbf" and method == "features":
         raise ValueError("method: the RBF kernel has no finite feature space; use method='gram' or 'auto'")

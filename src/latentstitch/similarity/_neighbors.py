@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from latentstitch._backend import matmul
-from latentstitch._validation import ArrayLike, check_positive_int
+from latentstitch._validation import ArrayLike, check_positive_int, check_probability
 from latentstitch.relative import ZeroNormError
 from latentstitch.similarity._registry import as_result, check_same_space, prepare_pair
 
@@ -25,6 +25,10 @@ _CHUNK_ELEMENTS = 1 << 24
 
 
 def unit_rows(t: torch.Tensor, name: str) -> torch.Tensor:
+    """Rows scaled to unit norm. Each row is first divided by its largest magnitude (as BLAS nrm2 does), so rows
+    of 1e-30 or 1e30 in float32 neither underflow to a false zero norm nor overflow."""
+    peak = t.abs().amax(dim=1, keepdim=True)
+    t = t / torch.where(peak > 0, peak, torch.ones_like(peak))
     norms = torch.linalg.vector_norm(t, dim=1, keepdim=True)
     zero = norms[:, 0] == 0
     if bool(zero.any()):
@@ -91,8 +95,7 @@ def mutual_knn(x: ArrayLike, y: ArrayLike, k: int = 10, *, clamp_quantile: float
     k = check_positive_int(k, "k")
     xt, yt = prepare_pair(x, y, min_rows=k + 1, measure=f"mutual k-NN with k={k}")
     if clamp_quantile is not None:
-        if not 0 < clamp_quantile <= 1:
-            raise ValueError(f"clamp_quantile: expected a quantile in (0, 1], got {clamp_quantile}")
+        check_probability(clamp_quantile, "clamp_quantile", low_open=True)
         xt, yt = clamp_outliers(xt, clamp_quantile), clamp_outliers(yt, clamp_quantile)
     ux, uy = unit_rows(xt.detach(), "x"), unit_rows(yt.detach(), "y")
     shared = _overlap(top_k(ux, ux, k, exclude_self=True), top_k(uy, uy, k, exclude_self=True))

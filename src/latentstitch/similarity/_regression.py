@@ -10,10 +10,12 @@ import torch
 
 from latentstitch._moments import CrossMoments, residual_r2_tensor, solve_least_squares
 from latentstitch._validation import ArrayLike
-from latentstitch.similarity._registry import as_result, moments_of, prepare_pair
+from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, prepare_pair
 
 
 def r2_from_moments(m: CrossMoments) -> torch.Tensor:
+    if not torch.trace(m.centered_bb()) > 0:
+        raise ZeroVarianceError("y", "R^2")  # (checked here, where the predicted side is called y)
     coef, intercept, _ = solve_least_squares(m, bias=True)
     return residual_r2_tensor(m, coef, intercept)
 

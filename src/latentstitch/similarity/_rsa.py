@@ -75,7 +75,15 @@ def rsa(x: ArrayLike, y: ArrayLike, rdm: str = "euclidean", correlation: str = "
     check_choice(rdm, "rdm", DISSIMILARITIES)
     check_choice(correlation, "correlation", CORRELATIONS)
     xt, yt = prepare_pair(x, y, min_rows=3, measure="RSA")
-    dx, dy = dissimilarity_matrix(xt, rdm), dissimilarity_matrix(yt, rdm)
+    # Every RDM here scales by a constant (or not at all) with the data, and both correlations ignore that constant:
+    # dividing by the largest magnitude first keeps values of 1e-200 or 1e200 from underflowing or overflowing.
+    dx, dy = dissimilarity_matrix(_unit_peak(xt), rdm), dissimilarity_matrix(_unit_peak(yt), rdm)
     if correlation == "spearman":
         dx, dy = average_ranks(dx.detach()), average_ranks(dy.detach())
     return as_result(pearson(dx, dy, ("x", "y")), x, xt)
+
+
+def _unit_peak(x: torch.Tensor) -> torch.Tensor:
+    x = x.to(torch.float64)
+    peak = x.detach().abs().max()
+    return x / peak if peak > 0 else x

@@ -17,9 +17,16 @@ from collections.abc import Callable
 import torch
 
 from latentstitch._moments import CrossMoments
-from latentstitch._validation import ArrayLike, check_choice
+from latentstitch._validation import ArrayLike, check_bool, check_choice
 from latentstitch.distributed._arrays import is_dask_array, update_blocks
-from latentstitch.similarity._cca import REDUCTIONS, cca_from_moments, pwcca_from_moments, svcca_from_moments
+from latentstitch.similarity._cca import (
+    REDUCTIONS,
+    cca_from_moments,
+    check_keep,
+    check_rtol,
+    pwcca_from_moments,
+    svcca_from_moments,
+)
 from latentstitch.similarity._cka import CKAStatistics, cka_ratio, linear_hsic_terms
 from latentstitch.similarity._procrustes import angular_from_moments, procrustes_from_moments
 from latentstitch.similarity._registry import prepare_pair
@@ -69,7 +76,9 @@ class _MomentStream:
     def compute(self) -> float:
         """The index over every chunk so far."""
         if self.count < 2:
-            raise ValueError(f"{self._measure} needs at least 2 samples; {self.count} seen so far")
+            raise ValueError(
+                f"compute: {self._measure} needs at least 2 samples; {self.count} seen so far (add rows with update)"
+            )
         return float(self._finish(self.stats))
 
     def _finish(self, moments: CrossMoments) -> torch.Tensor:
@@ -91,7 +100,7 @@ class StreamingCKA(_MomentStream):
     """
 
     def __init__(self, debiased: bool = False):
-        self.debiased = debiased
+        self.debiased = check_bool(debiased, "debiased")
         super().__init__()
 
     @property
@@ -109,7 +118,10 @@ class StreamingCKA(_MomentStream):
     def compute(self) -> float:
         minimum = 4 if self.debiased else 2
         if self.count < minimum:
-            raise ValueError(f"{self._measure} needs at least {minimum} samples; {self.count} seen so far")
+            raise ValueError(
+                f"compute: {self._measure} needs at least {minimum} samples; {self.count} seen so far "
+                "(add rows with update)"
+            )
         return float(cka_ratio(*self.stats.hsic_terms(), measure=self._measure))
 
     def load_state_dict(self, state: dict[str, torch.Tensor]):
@@ -133,7 +145,7 @@ class StreamingCCA(_MomentStream):
 
     def __init__(self, reduce: str = "mean", rtol: float | None = None):
         self.reduce = check_choice(reduce, "reduce", REDUCTIONS)
-        self.rtol = rtol
+        self.rtol = check_rtol(rtol)
         super().__init__()
 
     def _finish(self, moments: CrossMoments) -> torch.Tensor:
@@ -146,8 +158,8 @@ class StreamingSVCCA(_MomentStream):
     _measure = "SVCCA"
 
     def __init__(self, keep: float | int = 0.99, rtol: float | None = None):
-        self.keep = keep
-        self.rtol = rtol
+        self.keep = check_keep(keep)
+        self.rtol = check_rtol(rtol)
         super().__init__()
 
     def _finish(self, moments: CrossMoments) -> torch.Tensor:
@@ -160,7 +172,7 @@ class StreamingPWCCA(_MomentStream):
     _measure = "PWCCA"
 
     def __init__(self, rtol: float | None = None):
-        self.rtol = rtol
+        self.rtol = check_rtol(rtol)
         super().__init__()
 
     def _finish(self, moments: CrossMoments) -> torch.Tensor:
@@ -198,6 +210,7 @@ class StreamingMinibatchCKA:
     def reset(self) -> None:
         self.totals: torch.Tensor | None = None  # (xy, xx, yy), float64
         self.batches = 0
+        self._widths: tuple[int, int] | None = None
 
     def update(self, x: ArrayLike, y: ArrayLike) -> StreamingMinibatchCKA:
         """Add one minibatch; a pair of dask arrays adds each row block as one minibatch."""
@@ -205,6 +218,10 @@ class StreamingMinibatchCKA:
             self.__dict__.update(update_blocks(self, x, y).__dict__)
             return self
         xt, yt = prepare_pair(x, y, min_rows=4, measure="minibatch CKA (per batch)")
+        widths = (xt.shape[1], yt.shape[1])
+        if self._widths is not None and widths != self._widths:
+            raise ValueError(f"x, y: batch widths {widths} differ from the first batch's {self._widths}")
+        self._widths = widths
         with torch.no_grad():
             terms = torch.stack(linear_hsic_terms(xt, yt, debiased=True))
         self.totals = terms if self.totals is None else self.totals + terms
@@ -216,11 +233,12 @@ class StreamingMinibatchCKA:
         parts = [t for t in (self.totals, other.totals) if t is not None]
         out.totals = sum(parts[1:], parts[0]) if parts else None
         out.batches = self.batches + other.batches
+        out._widths = self._widths or other._widths
         return out
 
     def compute(self) -> float:
         if self.totals is None:
-            raise ValueError("minibatch CKA: no batch seen yet")
+            raise ValueError("compute: minibatch CKA has seen no batch yet (add batches with update)")
         return float(cka_ratio(*self.totals, measure="minibatch CKA"))
 
     def state_dict(self) -> dict[str, torch.Tensor]:

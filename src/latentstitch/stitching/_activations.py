@@ -21,13 +21,13 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors import safe_open
 from safetensors.torch import save_file
 from torch import nn
 from torch.nn import functional as F
 
+from latentstitch._persist import read_json, read_safetensors
 from latentstitch._progress import progress_bar
-from latentstitch._validation import check_positive_int
+from latentstitch._validation import check_positive_int, model_input_errors
 
 STORE_FORMAT = "latentstitch.activations/1"
 _INDEX_FILE = "index.json"
@@ -99,7 +99,12 @@ def in_memory(data: Any) -> tuple[torch.Tensor, torch.Tensor | None] | None:
 
 
 def iter_batches(data: Any, batch_size: int = 256) -> Iterator[tuple[torch.Tensor, torch.Tensor | None]]:
-    """``(inputs, labels or None)`` batches of ``data`` in order (see the module docstring for what ``data`` is)."""
+    """``(inputs, labels or None)`` batches of ``data`` in order (see the module docstring for what ``data`` is).
+
+    Every batch of an iterable must have the layout of the first (the same number of dimensions and the same
+    shape per sample): a list ``[inputs, labels]`` is read as two batches of inputs and refused with that
+    explanation (pass the tuple ``(inputs, labels)``); an iterable that yields no batch is refused too."""
+    batch_size = check_positive_int(batch_size, "batch_size")
     memory = in_memory(data)
     if memory is not None:
         inputs, labels = memory
@@ -108,13 +113,29 @@ def iter_batches(data: Any, batch_size: int = 256) -> Iterator[tuple[torch.Tenso
         for start in range(0, len(inputs), batch_size):
             yield inputs[start : start + batch_size], None if labels is None else labels[start : start + batch_size]
         return
-    if not isinstance(data, Iterable):
-        raise TypeError(f"data: expected an array, an (inputs, labels) tuple or an iterable of batches, got {data!r}")
-    for batch in data:
-        if isinstance(batch, (tuple, list)):
-            yield _as_tensor(batch[0], "data batch"), _as_tensor(batch[1], "data batch") if len(batch) > 1 else None
+    if not isinstance(data, Iterable) or isinstance(data, (str, bytes, dict)):
+        raise TypeError(
+            f"data: expected an array, an (inputs, labels) tuple or an iterable of batches, got {type(data).__name__}"
+        )
+    first: tuple[int, ...] | None = None
+    for index, batch in enumerate(data):
+        if isinstance(batch, (tuple, list)) and batch:
+            inputs = _as_tensor(batch[0], "data")
+            labels = _as_tensor(batch[1], "data") if len(batch) > 1 else None
         else:
-            yield _as_tensor(batch, "data batch"), None
+            inputs, labels = _as_tensor(batch, "data"), None
+        layout = (inputs.ndim, *inputs.shape[1:])
+        if first is None:
+            first = layout
+        elif layout != first:
+            raise ValueError(
+                f"data: batch {index} has shape {tuple(inputs.shape)} but batch 0 has {first[1:]} per sample; an "
+                "iterable is read as batches of inputs (for inputs with labels pass the tuple (inputs, labels), "
+                "or batches of (inputs, labels) pairs)"
+            )
+        yield inputs, labels
+    if first is None:
+        raise ValueError("data: holds no batch")
 
 
 def _num_batches(data: Any, batch_size: int) -> int | None:
@@ -129,6 +150,15 @@ def model_device(model: nn.Module) -> torch.device:
     if parameter is None:
         parameter = next(model.buffers(), None)
     return parameter.device if parameter is not None else torch.device("cpu")
+
+
+def to_model(model: nn.Module, inputs: torch.Tensor) -> torch.Tensor:
+    """``inputs`` on the model's device; floating-point inputs in the model's floating-point dtype (float64 data
+    into a float32 network is converted, as the network would compute in float32 anyway). Integer inputs (token
+    ids) are left as they are."""
+    target = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
+    dtype = target if target is not None and inputs.is_floating_point() else inputs.dtype
+    return inputs.to(device=model_device(model), dtype=dtype)
 
 
 @contextmanager
@@ -180,15 +210,31 @@ def capture(model: nn.Module, inputs: torch.Tensor, layers: Sequence[str]) -> di
 
     handles = [module.register_forward_hook(hook_for(name)) for name, module in modules.items()]
     try:
-        model(inputs)
+        with model_input_errors(inputs, "data", type(model).__name__):
+            model(inputs)
     except _StopForward:
         pass
+    except (RuntimeError, ValueError, IndexError) as error:
+        if str(error).startswith("data:"):
+            raise
+        detail = " ".join(str(error).split())[:300]
+        raise ValueError(
+            f"data: {type(model).__name__} failed on a batch of shape {tuple(inputs.shape)} ({detail}); data is an "
+            "array of inputs (N, ...), an (inputs, labels) tuple or an iterable of such batches"
+        ) from error
     finally:
         for handle in handles:
             handle.remove()
     missing = [name for name in modules if name not in captured]
     if missing:
         raise RuntimeError(f"layers: {missing} were not called in {type(model).__name__}'s forward pass")
+    for name, output in captured.items():
+        if inputs.ndim and (output.ndim == 0 or output.shape[0] != inputs.shape[0]):
+            raise ValueError(
+                f"data: {name!r} outputs shape {tuple(output.shape)} for a batch of shape {tuple(inputs.shape)}: "
+                "models are assumed batch-first, so the first dimensions must agree (a list of single samples? "
+                "stack them into one batch, e.g. torch.stack)"
+            )
     return captured
 
 
@@ -209,7 +255,7 @@ def layer_shapes(model: nn.Module, example: Any) -> dict[str, tuple[int, ...]]:
     handles = [module.register_forward_hook(hook_for(name)) for name, module in model.named_modules() if name]
     try:
         with torch.no_grad(), eval_mode(model):
-            model(_as_tensor(example, "example").to(model_device(model)))
+            model(to_model(model, _as_tensor(example, "example")))
     finally:
         for handle in handles:
             handle.remove()
@@ -224,7 +270,7 @@ def format_shapes(shapes: dict[str, tuple[int, ...]], limit: int = 120) -> str:
 def _size2(downsample: int | Sequence[int] | None) -> tuple[int, int] | None:
     if downsample is None:
         return None
-    if isinstance(downsample, int):
+    if not isinstance(downsample, Sequence) or isinstance(downsample, str):
         side = check_positive_int(downsample, "downsample")
         return side, side
     values = tuple(downsample)
@@ -254,7 +300,7 @@ def iter_activations(
         for inputs, labels in iter_batches(data, batch_size):
             out = []
             for model, names in zip(models, layers, strict=True):
-                acts = capture(model, inputs.to(model_device(model)), names)
+                acts = capture(model, to_model(model, inputs), names)
                 out.append({name: _downsampled(acts[name], size).detach().float().cpu() for name in names})
             yield out, labels
             if bar is not None:
@@ -309,6 +355,8 @@ def get_activations(
     names = _as_layer_list(layers)
     for name in names:
         resolve_layer(model, name, "layers")
+    if store is not None and not isinstance(store, (str, os.PathLike)):
+        raise TypeError(f"store: expected 'memory', a folder path or None, got {type(store).__name__}")
     to_disk = store is not None and store != "memory"
     writer = _ChunkWriter(Path(store), names, chunk_size) if to_disk else None
     kept: dict[str, list[torch.Tensor]] = {name: [] for name in names}
@@ -338,7 +386,13 @@ class _ChunkWriter:
         self.directory = directory
         self.names = names
         self.chunk_size = None if chunk_size is None else check_positive_int(chunk_size, "chunk_size")
-        directory.mkdir(parents=True, exist_ok=True)
+        if directory.exists() and not directory.is_dir():
+            raise ValueError(f"store: {str(directory)!r} is a file, not a folder")
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            reason = error.strerror or error
+            raise ValueError(f"store: cannot create the folder {str(directory)!r} ({reason})") from None
         if (directory / _INDEX_FILE).exists():
             raise FileExistsError(f"store: {directory} already holds stored activations; choose an empty folder")
         self.pending: dict[str, list[torch.Tensor]] = {name: [] for name in names}
@@ -393,16 +447,26 @@ class ActivationStore:
 
     def __init__(self, directory: str | os.PathLike):
         self.directory = Path(directory)
-        index_path = self.directory / _INDEX_FILE
-        if not index_path.exists():
-            raise FileNotFoundError(f"directory: no {_INDEX_FILE} in {self.directory}")
-        index = json.loads(index_path.read_text())
-        if index.get("format") != STORE_FORMAT:
-            raise ValueError(f"directory: unsupported format {index.get('format')!r}; expected {STORE_FORMAT!r}")
-        self.layers: list[str] = index["layers"]
-        self.shapes = {name: tuple(shape) for name, shape in index["shapes"].items()}
-        self._files: list[str] = index["files"]
-        self._counts: list[int] = index["counts"]
+        where = repr(str(self.directory))
+        if not self.directory.is_dir():
+            raise ValueError(f"directory: {where} is not a folder of stored activations")
+        index = read_json(self.directory / _INDEX_FILE, "directory")
+        if not isinstance(index, dict) or index.get("format") != STORE_FORMAT:
+            found = index.get("format") if isinstance(index, dict) else type(index).__name__
+            raise ValueError(f"directory: {where} has an index of format {found!r}; expected {STORE_FORMAT!r}")
+        try:
+            self.layers: list[str] = [str(name) for name in index["layers"]]
+            self.shapes = {str(name): tuple(int(s) for s in shape) for name, shape in index["shapes"].items()}
+            self._files: list[str] = [str(file) for file in index["files"]]
+            self._counts: list[int] = [int(count) for count in index["counts"]]
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            detail = f"{type(error).__name__}: {error}"
+            raise ValueError(f"directory: {where} has a damaged {_INDEX_FILE} ({detail})") from None
+        if len(self._files) != len(self._counts) or set(self.layers) != set(self.shapes):
+            raise ValueError(f"directory: {where} has a damaged {_INDEX_FILE} (files, counts and shapes disagree)")
+        missing = [file for file in self._files if not (self.directory / file).is_file()]
+        if missing:
+            raise ValueError(f"directory: {where} lacks the chunk files {', '.join(missing[:3])}")
 
     def __len__(self) -> int:
         return sum(self._counts)
@@ -412,9 +476,19 @@ class ActivationStore:
         unknown = [name for name in names if name not in self.layers]
         if unknown:
             raise ValueError(f"layers: {unknown} are not stored here; stored: {', '.join(self.layers)}")
-        for file in self._files:
-            with safe_open(os.fspath(self.directory / file), framework="pt") as handle:
-                yield {name: handle.get_tensor(name) for name in names}
+        for file, count in zip(self._files, self._counts, strict=True):
+            _, tensors = read_safetensors(self.directory / file, "directory")
+            chunk = {}
+            for name in names:
+                value = tensors.get(name)
+                expected = (count, *self.shapes[name])
+                if value is None or tuple(value.shape) != expected:
+                    got = "no tensor" if value is None else f"shape {tuple(value.shape)}"
+                    raise ValueError(
+                        f"directory: {str(self.directory / file)!r} holds {got} for layer {name!r}, expected {expected}"
+                    )
+                chunk[name] = value
+            yield chunk
 
     def load(self, layer: str) -> torch.Tensor:
         return torch.cat([chunk[layer] for chunk in self.chunks([layer])])

@@ -31,6 +31,7 @@ from latentstitch._validation import (
     ArrayLike,
     as_float_tensor,
     channels_as_rows,
+    check_float_dtype,
     check_same_rows,
     match_reference,
     wrap_like,
@@ -214,6 +215,7 @@ class _AffineMap(Persistable, BaseEstimator):
         Weight = ``coef_.T``, bias = ``intercept_``; parameters are trainable, so the layer can initialise task-loss
         matching (the paper's least-squares initialisation). On the device of ``coef_``.
         """
+        dtype = check_float_dtype(dtype, "dtype")
         coef, intercept = self._map64()
         p, q = coef.shape
         factory = {"device": coef.device, "dtype": dtype}

@@ -65,6 +65,14 @@ class ReducedRank(_MomentStitcher):
         check_bool(self.bias, "bias")
         check_nonnegative(self.ridge, "ridge")
 
+    def _check_loaded(self) -> None:
+        super()._check_loaded()
+        p, q = self.n_features_in_, self.n_features_out_
+        for name, shape in (("full_coef_", (p, q)), ("components_", (q, q)), ("singular_values_", (q,))):
+            value = as_float_tensor(getattr(self, name), name)
+            if tuple(value.shape) != shape:
+                raise ValueError(f"{name} has shape {tuple(value.shape)}, expected {shape} for a {p} -> {q} map")
+
     def _solve(self, moments: CrossMoments, *, input_dtype: torch.dtype) -> dict[str, Any]:
         full, _, rank = solve_least_squares(moments, bias=self.bias, ridge=float(self.ridge))
         k = self._components_for(*full.shape)

@@ -19,13 +19,21 @@ from itertools import chain
 from typing import Any
 
 import torch
-from safetensors import safe_open
 from safetensors.torch import save_file
 from sklearn.base import BaseEstimator
 from torch import nn
 from torch.nn import functional as F
 
-from latentstitch._validation import check_choice, check_positive_int
+from latentstitch._persist import read_safetensors
+from latentstitch._validation import (
+    as_float_tensor,
+    check_choice,
+    check_nonnegative,
+    check_number,
+    check_output_path,
+    check_positive_int,
+    check_seed,
+)
 from latentstitch.stitching._activations import (
     capture,
     fit_direct,
@@ -34,6 +42,7 @@ from latentstitch.stitching._activations import (
     layer_shapes,
     model_device,
     resolve_layer,
+    to_model,
 )
 from latentstitch.stitching._base import _AffineMap
 from latentstitch.stitching._lasso import SPARSITY_THRESHOLD
@@ -79,6 +88,7 @@ class LowRankStitch(nn.Module):
         nn.init.zeros_(self.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = as_float_tensor(x, "x", finite=False)  # NaN propagates, as through any torch layer
         weight = (self.w1 @ self.w2).T
         if x.ndim == 4:
             return F.conv2d(x, weight[:, :, None, None], self.bias)
@@ -137,6 +147,7 @@ def interpolate_layers(first: nn.Module, second: nn.Module, weight: float) -> nn
     """The stitching layer with map ``weight * M1 + (1 - weight) * M2`` (and bias likewise): the linear path between
     two stitching layers of the same shape (the paper's mode-connectivity experiment). The result is a full layer
     (1x1 ``Conv2d`` if either is one, else ``Linear``); low-rank layers enter through their full matrix."""
+    weight = check_number(weight, "weight")
     coef_1, intercept_1 = affine_map(first)
     coef_2, intercept_2 = affine_map(second)
     if coef_1.shape != coef_2.shape:
@@ -151,6 +162,7 @@ def interpolate_layers(first: nn.Module, second: nn.Module, weight: float) -> nn
 def sparsify_layer(layer: nn.Module, threshold: float = SPARSITY_THRESHOLD) -> tuple[nn.Module, float]:
     """A copy of a full stitching layer with every matrix entry of absolute value below ``threshold`` set to zero,
     and its sparsity (the share of zero entries): the paper's sparsity measurement (Fig. 8, threshold 1e-4)."""
+    threshold = check_nonnegative(threshold, "threshold")
     coef, intercept = affine_map(layer)
     with torch.no_grad():
         kept = coef.abs() >= threshold
@@ -178,6 +190,7 @@ def save_stitching_layer(layer: nn.Module, path: str | os.PathLike, metadata: di
     names it connects) are JSON in the header. Nothing is pickled; ``load_stitching_layer`` rebuilds it.
     """
     affine_map(layer)  # checks the type
+    target = check_output_path(path, "path")
     if isinstance(layer, LowRankStitch):
         kind, sizes = "low_rank", {"in_features": layer.w1.shape[0], "out_features": layer.w2.shape[1]}
         sizes["rank"] = layer.rank
@@ -191,30 +204,54 @@ def save_stitching_layer(layer: nn.Module, path: str | os.PathLike, metadata: di
         text = json.dumps(header)
     except TypeError as error:
         raise TypeError(f"metadata: not JSON-serialisable: {error}") from None
-    save_file(tensors, os.fspath(path), metadata={_HEADER_KEY: text})
+    save_file(tensors, os.fspath(target), metadata={_HEADER_KEY: text})
 
 
 def load_stitching_layer(path: str | os.PathLike, *, with_metadata: bool = False) -> Any:
-    """Read a layer written by ``save_stitching_layer`` (on the CPU); with ``with_metadata``, ``(layer, metadata)``."""
-    with safe_open(os.fspath(path), framework="pt") as handle:
-        header_text = (handle.metadata() or {}).get(_HEADER_KEY)
-        tensors = {key: handle.get_tensor(key) for key in handle.keys()}
-    if header_text is None:
-        raise ValueError(f"path: {os.fspath(path)!r} was not written by save_stitching_layer")
-    header = json.loads(header_text)
-    if header.get("format") != LAYER_FORMAT:
-        raise ValueError(f"path: unsupported format {header.get('format')!r}; this version reads {LAYER_FORMAT!r}")
-    p, q, kind = header["in_features"], header["out_features"], header["kind"]
-    if kind == "low_rank":
-        layer: nn.Module = LowRankStitch(p, q, header["rank"])
-    elif kind == "conv1x1":
-        layer = nn.Conv2d(p, q, kernel_size=1, bias=header["bias"])
-    elif kind == "linear":
-        layer = nn.Linear(p, q, bias=header["bias"])
-    else:
-        raise ValueError(f"path: unknown stitching layer kind {kind!r}")
+    """Read a layer written by ``save_stitching_layer`` (on the CPU); with ``with_metadata``, ``(layer, metadata)``.
+
+    The whole file is checked before the layer is built: a readable safetensors file with a header of this format,
+    a known kind with positive sizes, exactly the layer's tensors with the layer's shapes, finite values. Every
+    error names the path and what is wrong."""
+    metadata, tensors = read_safetensors(path, "path")
+    where = repr(os.fspath(path))
+    try:
+        header = json.loads(metadata[_HEADER_KEY])
+    except KeyError:
+        raise ValueError(f"path: {where} was not written by save_stitching_layer (no latentstitch header)") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"path: {where} has a damaged header ({error})") from None
+    if not isinstance(header, dict) or header.get("format") != LAYER_FORMAT:
+        found = header.get("format") if isinstance(header, dict) else header
+        raise ValueError(f"path: {where} has the format {found!r}, not a stitching layer ({LAYER_FORMAT!r})")
+    try:
+        layer = _empty_layer(header)
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"path: {where} has a damaged header ({error})") from None
+    expected = {name: tuple(value.shape) for name, value in layer.state_dict().items()}
+    found = {name: tuple(value.shape) for name, value in tensors.items()}
+    if expected != found:
+        raise ValueError(f"path: {where} holds tensors {found}, but its header describes a layer with {expected}")
+    for name, value in tensors.items():
+        if not bool(torch.isfinite(value).all()):
+            raise ValueError(f"path: {where} holds NaN or inf in {name!r}")
     layer.load_state_dict(tensors)
-    return (layer, header["metadata"]) if with_metadata else layer
+    return (layer, header.get("metadata", {})) if with_metadata else layer
+
+
+def _empty_layer(header: dict[str, Any]) -> nn.Module:
+    """The layer a stitching-layer header describes, before its tensors are loaded."""
+    kind = check_choice(header["kind"], "kind", ("low_rank", "conv1x1", "linear"))
+    p = check_positive_int(header["in_features"], "in_features")
+    q = check_positive_int(header["out_features"], "out_features")
+    if kind == "low_rank":
+        return LowRankStitch(p, q, header["rank"])
+    bias = header["bias"]
+    if not isinstance(bias, bool):
+        raise TypeError(f"bias: expected true or false, got {bias!r}")
+    if kind == "conv1x1":
+        return nn.Conv2d(p, q, kernel_size=1, bias=bias)
+    return nn.Linear(p, q, bias=bias)
 
 
 # --- the stitched network -------------------------------------------------------------------------------------------
@@ -425,6 +462,8 @@ class StitchedModel(nn.Module):
         """
         if rank is not None:
             rank = check_positive_int(rank, "rank")
+        seed = check_seed(seed)
+        batch_size = check_positive_int(batch_size, "batch_size")
         if isinstance(stitcher, str):
             check_choice(stitcher, "stitcher", INITS)
             if stitcher == "least_squares":
@@ -471,8 +510,8 @@ class StitchedModel(nn.Module):
             example = next(iter_batches(data, batch_size))[0]
         example = torch.as_tensor(example)[:2]
         with torch.no_grad():
-            a = capture(self.model_a, example.to(model_device(self.model_a)), [self.layer_a])[self.layer_a]
-            b = capture(self.model_b, example.to(model_device(self.model_b)), [self.layer_b])[self.layer_b]
+            a = capture(self.model_a, to_model(self.model_a, example), [self.layer_a])[self.layer_a]
+            b = capture(self.model_b, to_model(self.model_b, example), [self.layer_b])[self.layer_b]
         if a.ndim != b.ndim:
             raise ValueError(
                 f"layer_a, layer_b: model_a's {self.layer_a!r} outputs {tuple(a.shape)} but model_b's "

@@ -18,6 +18,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from torch import nn
 
+from latentstitch._validation import check_nonnegative
 from latentstitch.stitching._activations import fit_direct, resolve_layer
 from latentstitch.stitching._lasso import SPARSITY_THRESHOLD, SparseLasso
 from latentstitch.stitching._least_squares import LeastSquares
@@ -135,8 +136,10 @@ def sweep(
         ``to_markdown()`` and ``plot()`` give the paper's Figure 2 (relative accuracy per layer and method).
     """
     methods = _as_methods(methods)
-    layers = list(layers)
-    layers_b = list(layers) if layers_b is None else list(layers_b)
+    layers = [layers] if isinstance(layers, str) else list(layers)
+    if not layers:
+        raise ValueError("layers: expected at least one layer name")
+    layers_b = list(layers) if layers_b is None else [layers_b] if isinstance(layers_b, str) else list(layers_b)
     if len(layers_b) != len(layers):
         raise ValueError(f"layers_b: expected {len(layers)} names, one per layer, got {len(layers_b)}")
     pairs = list(zip(layers, layers_b, strict=True))
@@ -338,6 +341,7 @@ def sparsity_sweep(
     of zeros, and the stitched network with the thresholded layer is measured on ``eval_data``.
     """
     layer_b = layer if layer_b is None else layer_b
+    threshold = check_nonnegative(threshold, "threshold")
     direct_data = data if direct_data is None else direct_data
     options = dict(task_loss or {})
     options.setdefault("progress", progress)

@@ -12,9 +12,16 @@ from torch import nn
 from torch.nn import functional as F
 
 from latentstitch._moments import CrossMoments, residual_r2
-from latentstitch._validation import channels_as_rows, check_choice, check_nonnegative, check_positive_int
+from latentstitch._validation import (
+    channels_as_rows,
+    check_choice,
+    check_nonnegative,
+    check_positive,
+    check_positive_int,
+    check_seed,
+)
 from latentstitch.similarity import cka
-from latentstitch.stitching._activations import capture, eval_mode, in_memory, iter_batches, model_device
+from latentstitch.stitching._activations import capture, eval_mode, in_memory, iter_batches, model_device, to_model
 from latentstitch.stitching._stitch import LowRankStitch, StitchedModel, affine_map
 from latentstitch.training import RandomBatchSampler, TensorBatches, fit
 
@@ -26,9 +33,7 @@ def soft_cross_entropy(logits: torch.Tensor, target_logits: torch.Tensor, temper
     """``mean_n sum_c softmax(t_n / T)_c * (-log_softmax(o_n / T)_c)``: cross-entropy of the outputs ``o`` against
     the soft labels of the target outputs ``t`` at temperature ``T`` (the reference code's ``SoftCrossEntropy``;
     Hinton et al. 2015 without the T^2 factor). Equals ``F.cross_entropy(o / T, softmax(t / T))``."""
-    temperature = check_nonnegative(temperature, "temperature")
-    if temperature == 0:
-        raise ValueError("temperature: expected a positive number, got 0")
+    temperature = check_positive(temperature, "temperature")
     if logits.shape != target_logits.shape or logits.ndim != 2:
         raise ValueError(
             f"logits, target_logits: expected two (N, classes) tensors of one shape, got {tuple(logits.shape)} and "
@@ -58,12 +63,12 @@ def stitch_metrics(stitched: StitchedModel, data: Any, *, batch_size: int = 512)
     total_ce = 0.0
     count = 0
     labelled = True
-    device = model_device(stitched.model_a)
+    batch_size = check_positive_int(batch_size, "batch_size")
     with eval_mode(stitched):
         for inputs, labels in iter_batches(data, batch_size):
-            inputs = inputs.to(device)
+            inputs = to_model(stitched.model_a, inputs)
             logits = stitched(inputs)
-            logits_b = stitched.model_b(inputs.to(model_device(stitched.model_b))).to(logits.device)
+            logits_b = stitched.model_b(to_model(stitched.model_b, inputs)).to(logits.device)
             predicted, predicted_b = logits.argmax(dim=1), logits_b.argmax(dim=1)
             same += int((predicted == predicted_b).sum())
             total_ce += float(soft_cross_entropy(logits.double(), logits_b.double())) * len(inputs)
@@ -95,7 +100,7 @@ class _SimilarityTrace:
 
     def __init__(self, stitched: StitchedModel, probe: torch.Tensor):
         self.stitched = stitched
-        self.inputs = probe.to(model_device(stitched.model_a))
+        self.inputs = to_model(stitched.model_a, probe)
         with torch.no_grad(), eval_mode(stitched):
             self.a = capture(stitched.model_a, self.inputs, [stitched.layer_a])[stitched.layer_a]
             self.b = capture(stitched.model_b, self.inputs, [stitched.layer_b])[stitched.layer_b]
@@ -222,9 +227,13 @@ def fit_task_loss(
     if not isinstance(stitched, StitchedModel):
         raise TypeError(f"stitched: expected a StitchedModel (from stitch()), got {type(stitched).__name__}")
     check_choice(target, "target", TARGETS)
+    check_positive(temperature, "temperature")
     check_nonnegative(l1, "l1")
     check_nonnegative(cka_penalty, "cka_penalty")
     epochs = check_positive_int(epochs, "epochs")
+    lr = check_positive(lr, "lr")
+    weight_decay = check_nonnegative(weight_decay, "weight_decay")
+    seed = check_seed(seed)
     batch_size = check_positive_int(batch_size, "batch_size")
     if rank is not None:
         rank = check_positive_int(rank, "rank")
@@ -250,7 +259,7 @@ def fit_task_loss(
         if trace is not None and steps % track_every == 0:
             trace.record(steps)
         steps += 1
-        inputs = (batch[0] if isinstance(batch, (tuple, list)) else batch).to(device)
+        inputs = to_model(model.model_a, batch[0] if isinstance(batch, (tuple, list)) else batch)
         if needs_targets:
             with torch.no_grad():
                 reference = model.model_b(inputs)
@@ -321,8 +330,9 @@ def _training_batches(stitched: StitchedModel, data: Any, target: str, batch_siz
         second = labels.long()
     else:
         with torch.no_grad(), eval_mode(stitched.model_b):
-            device = model_device(stitched.model_b)
-            second = torch.cat([stitched.model_b(x.to(device)).cpu() for x, _ in iter_batches(inputs, 512)])
+            second = torch.cat(
+                [stitched.model_b(to_model(stitched.model_b, x)).cpu() for x, _ in iter_batches(inputs, 512)]
+            )
     drop_last = len(inputs) >= batch_size
     sampler = RandomBatchSampler(len(inputs), batch_size, drop_last=drop_last, seed=seed)
     return TensorBatches((inputs, second), sampler), False

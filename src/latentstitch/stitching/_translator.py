@@ -50,14 +50,17 @@ class LatentTranslator(_AffineMap):
         self.stitcher = stitcher
         self.standardize = standardize
 
-    def fit(self, a: ArrayLike, b: ArrayLike) -> LatentTranslator:
-        """Fit from parallel anchors: ``a`` (N, p) in the source space, ``b`` (N, q) the same inputs in the target
-        space. Returns ``self``."""
+    def _check_params(self) -> None:
         check_bool(self.standardize, "standardize")
         if self.stitcher is not None and not isinstance(self.stitcher, _AffineMap):
             raise TypeError(
                 f"stitcher: expected a stitcher of latentstitch.stitching, got {type(self.stitcher).__name__}"
             )
+
+    def fit(self, a: ArrayLike, b: ArrayLike) -> LatentTranslator:
+        """Fit from parallel anchors: ``a`` (N, p) in the source space, ``b`` (N, q) the same inputs in the target
+        space. Returns ``self``."""
+        self._check_params()
         at = as_float_tensor(a, "a", ndim=2, min_rows=1)
         bt = as_float_tensor(b, "b", ndim=2, min_rows=1)
         check_same_rows(at, bt, "a", "b")

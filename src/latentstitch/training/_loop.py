@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from latentstitch._progress import progress_bar
-from latentstitch._validation import check_positive_int
+from latentstitch._validation import check_positive, check_positive_int, check_seed
 from latentstitch.training._checkpoint import save_checkpoint
 
 LossOutput = torch.Tensor | Mapping[str, Any] | None
@@ -90,15 +90,26 @@ def fit(
     """
     epochs = check_positive_int(epochs, "epochs", minimum=0)
     accumulate = check_positive_int(accumulate, "accumulate")
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn: expected a function (model, batch) -> loss, got {loss_fn!r}")
+    if not isinstance(batches, Iterable) or isinstance(batches, (str, bytes)):
+        raise TypeError(f"batches: expected a re-iterable collection of batches, got {type(batches).__name__}")
+    lr = check_positive(lr, "lr")
+    if grad_clip is not None:
+        grad_clip = check_positive(grad_clip, "grad_clip")
+    seed = check_seed(seed, allow_none=True)
     if checkpoint_every is not None:
         checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
+    # Where results go is checked before any training, not after the first epoch.
+    if checkpoint_dir is not None:
+        _writable_folder(Path(checkpoint_dir), "checkpoint_dir")
+    log_file = Path(log_path) if log_path is not None else None
+    if log_file is not None:
+        _writable_folder(log_file.parent, "log_path")
     if seed is not None:
         torch.manual_seed(seed)
     if optimizer is None:
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    log_file = Path(log_path) if log_path is not None else None
-    if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
 
     history: list[dict[str, float]] = []
     step = 0
@@ -114,6 +125,7 @@ def fit(
             weight = 0.0
             pending = False
             optimizer.zero_grad()
+            index = -1
             for index, batch in enumerate(batches):
                 output = loss_fn(model, batch)
                 if output is not None:
@@ -136,6 +148,8 @@ def fit(
                     bar.update(task, advance=1, description=shown)
             if pending:
                 step += _optimizer_step(model, optimizer, scheduler, grad_clip)
+            if index < 0:
+                raise ValueError(f"batches: yielded no batch in epoch {epoch}; nothing was trained")
             record: dict[str, float] = {"epoch": epoch, "step": step}
             record.update({name: total / weight for name, total in totals.items()} if weight else {"loss": math.nan})
             record["lr"] = optimizer.param_groups[0]["lr"]
@@ -156,6 +170,15 @@ def fit(
                 on_epoch(epoch, record)
     model.eval()
     return history
+
+
+def _writable_folder(folder: Path, name: str) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{name}: {str(folder)!r} exists and is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"{name}: cannot create the folder {str(folder)!r} ({error.strerror or error})") from None
 
 
 def _optimizer_step(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, grad_clip: float | None):

@@ -12,7 +12,13 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from latentstitch._validation import check_choice
+from latentstitch._validation import (
+    check_choice,
+    check_nonnegative,
+    check_optional_positive_int,
+    check_positive_int,
+    check_probability,
+)
 from latentstitch.losses import TopologicalDensificationLoss
 from latentstitch.relative import RobustRelativeProjection
 
@@ -47,6 +53,10 @@ def cyclical_weight(
 ) -> Callable[[int], float]:
     """The topological weight schedule of García-Castellanos et al.: ``cycles`` cycles over ``total_steps``
     steps, each ramping linearly from 0 to ``maximum`` over its first ``ratio`` and holding ``maximum`` after."""
+    total_steps = check_positive_int(total_steps, "total_steps")
+    maximum = check_nonnegative(maximum, "maximum")
+    cycles = check_positive_int(cycles, "cycles")
+    ratio = check_probability(ratio, "ratio", low_open=True)
     period = total_steps / cycles
 
     def weight(step: int) -> float:
@@ -96,8 +106,10 @@ class ClassificationObjective:
         self.terms = dict(topological or {})
         for site in self.terms:
             check_choice(site, "topological", TOPOLOGICAL_SITES)
+        if not callable(weight):
+            check_nonnegative(weight, "weight")
         self.weight = weight
-        self.group_size = group_size
+        self.group_size = check_optional_positive_int(group_size, "group_size")
         self.steps = 0
 
     def __call__(self, model: nn.Module, batch: tuple) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch.utils.data import Sampler
 
-from latentstitch._validation import check_positive_int, to_numpy
+from latentstitch._validation import check_bool, check_positive_int, check_seed, to_numpy
 
 
 class RandomBatchSampler(Sampler[list[int]]):
@@ -27,8 +27,8 @@ class RandomBatchSampler(Sampler[list[int]]):
     def __init__(self, num_samples: int, batch_size: int, *, drop_last: bool = False, seed: int = 0):
         self.num_samples = check_positive_int(num_samples, "num_samples")
         self.batch_size = check_positive_int(batch_size, "batch_size")
-        self.drop_last = drop_last
-        self.generator = torch.Generator().manual_seed(seed)
+        self.drop_last = check_bool(drop_last, "drop_last")
+        self.generator = torch.Generator().manual_seed(check_seed(seed))
 
     def __iter__(self) -> Iterator[list[int]]:
         order = torch.randperm(self.num_samples, generator=self.generator)
@@ -69,7 +69,8 @@ class ClassBalancedBatchSampler(Sampler[list[int]]):
         self.labels = _as_labels(labels)
         self.classes_per_batch = check_positive_int(classes_per_batch, "classes_per_batch")
         self.samples_per_class = check_positive_int(samples_per_class, "samples_per_class")
-        self.replacement = replacement
+        self.replacement = check_bool(replacement, "replacement")
+        seed = check_seed(seed)
         self.by_class = _indices_by_class(self.labels)
         if len(self.labels) < self.classes_per_batch:
             raise ValueError(f"labels: {len(self.labels)} samples cannot fill {self.classes_per_batch} groups")
@@ -132,6 +133,7 @@ class ClassAccumulationSampler(Sampler[list[int]]):
     def __init__(self, labels: object, batch_size: int = 16, *, class_pure_batches: int | None = None, seed: int = 0):
         self.labels = _as_labels(labels)
         self.batch_size = check_positive_int(batch_size, "batch_size")
+        seed = check_seed(seed)
         self.by_class = _indices_by_class(self.labels)
         self.class_pure_batches = check_positive_int(
             len(self.by_class) if class_pure_batches is None else class_pure_batches, "class_pure_batches"

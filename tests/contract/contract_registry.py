@@ -1,0 +1,182 @@
+"""What the contract suite runs over (our ``check_estimator`` registry).
+
+A new public estimator, measure, torch module or CLI command is covered by adding its name here, with the
+invalid values of its own hyperparameters. The generic checks (containers, dtypes, shapes, NaN/inf placements,
+empty inputs, magnitudes, persistence, unknown keyword arguments) then run on it without further code.
+"""
+
+from __future__ import annotations
+
+import math
+
+NAN, INF = math.nan, math.inf
+
+# Bad values every positive count / size / period must refuse, and every flag.
+BAD_COUNTS = [0, -1, 2.5, True, "3"]
+BAD_FLAGS = ["yes", 2, None]
+BAD_POSITIVE = [0.0, -1.0, NAN, INF, "1"]  # eps, bandwidth, learning rates, temperatures
+BAD_NONNEGATIVE = [-1.0, NAN, INF, "0.1"]  # regularisation strengths, tolerances
+BAD_SEEDS = [-1, 2.5, "0", 2**40]
+
+# --- similarity measures (names in latentstitch.similarity.MEASURES) and the bad values of their options -------
+MEASURES: dict[str, dict[str, list]] = {
+    "linear_cka": {"debiased": BAD_FLAGS, "kernel": ["poly", None], "method": ["fast", 1]},
+    "debiased_cka": {"method": ["fast"]},
+    "rbf_cka": {"bandwidth": BAD_POSITIVE},
+    "minibatch_cka": {"batch_size": [0, 3, 2.5, True, "8"]},
+    "r2_linear": {},
+    "mean_cca": {"rtol": [-1.0, NAN, INF, "0"]},
+    "r2_cca": {"rtol": [-1.0, NAN]},
+    "svcca": {"keep": [0.0, 1.5, -1, NAN, True, "0.9", 0], "rtol": [-1.0, NAN]},
+    "pwcca": {"rtol": [-1.0, NAN, "x"]},
+    "procrustes_distance": {},
+    "shape_metric_angular": {},
+    "rsa": {"rdm": ["manhattan", None], "correlation": ["kendall"]},
+    "mutual_knn": {"k": BAD_COUNTS, "clamp_quantile": [0.0, 1.5, NAN, "0.9"]},
+    "jaccard_at_k": {"k": BAD_COUNTS},
+    "mrr": {"k": BAD_COUNTS},
+    "matched_cosine": {},
+}
+# Measures registered but deliberately not covered (none): a registered measure missing from both lists fails
+# tests/contract/test_contract_registry.py, so that new measures join the contract.
+NOT_COVERED_MEASURES: list[str] = []
+
+# --- streaming accumulators: name -> (constructor options, the one-shot measure it equals, bad options) ----------
+STREAMING: dict[str, tuple[dict, str, dict[str, list]]] = {
+    "StreamingCKA": ({}, "linear_cka", {"debiased": BAD_FLAGS}),
+    "StreamingCKA(debiased)": ({"debiased": True}, "debiased_cka", {}),
+    "StreamingR2": ({}, "r2_linear", {}),
+    "StreamingCCA": ({}, "mean_cca", {"reduce": ["median"], "rtol": [-1.0, NAN]}),
+    "StreamingSVCCA": ({}, "svcca", {"keep": [0.0, 1.5, NAN, True], "rtol": [-1.0]}),
+    "StreamingPWCCA": ({}, "pwcca", {"rtol": [-1.0, NAN]}),
+    "StreamingProcrustes": ({}, "procrustes_distance", {"metric": ["euclidean"]}),
+    "StreamingMinibatchCKA": ({}, "minibatch_cka", {}),
+}
+
+# --- estimators (latentstitch._persist.Persistable classes): name -> settings --------------------------------------
+# params: constructor arguments of the instance under test; bad: invalid values per parameter; paired: fit(a, b)
+# (else fit(anchors)); same_rows (default True): a paired fit needs the same rows on both sides (False for an
+# unpaired alignment); scale: k such that fitting and transforming inputs scaled by s scales the output by s**k
+# (None: not equivariant, e.g. an absolute L1 strength); maps: an affine map with to_torch. An estimator is found
+# by its class name among latentstitch._persist's registered classes: adding its entry here is all it takes.
+ESTIMATORS: dict[str, dict] = {
+    "LeastSquares": {
+        "params": {},
+        "bad": {"bias": BAD_FLAGS, "ridge": BAD_NONNEGATIVE},
+        "paired": True,
+        "scale": 1,
+        "maps": True,
+    },
+    "Procrustes": {
+        "params": {},
+        "bad": {"center": BAD_FLAGS, "scale": BAD_FLAGS},
+        "paired": True,
+        "scale": 1,
+        "maps": True,
+    },
+    "ReducedRank": {
+        "params": {"rank": 3},
+        "bad": {"rank": [0, -1, 2.5, "3", 99], "bias": BAD_FLAGS, "ridge": BAD_NONNEGATIVE},
+        "paired": True,
+        "scale": 1,
+        "maps": True,
+    },
+    "SparseLasso": {
+        "params": {"alpha": 0.001},
+        "bad": {"alpha": BAD_NONNEGATIVE, "max_iter": BAD_COUNTS, "tol": BAD_NONNEGATIVE, "bias": BAD_FLAGS},
+        "paired": True,
+        "scale": None,
+        "maps": True,
+    },
+    "LatentTranslator": {
+        "params": {},
+        "bad": {"standardize": BAD_FLAGS, "stitcher": ["procrustes", 3]},
+        "paired": True,
+        "scale": 1,
+        "maps": True,
+    },
+    "Centering": {"params": {}, "bad": {}, "paired": False, "scale": 1, "maps": False},
+    "StandardScaling": {"params": {}, "bad": {}, "paired": False, "scale": 0, "maps": False},
+    "L2Normalization": {"params": {}, "bad": {"eps": BAD_POSITIVE}, "paired": False, "scale": 0, "maps": False},
+}
+# The estimator classes whose fits run on the kernels of issue 21 (moments and solves): their overflow/underflow
+# cases are scale-safety cases of that branch.
+# L2Normalization divides by the row norms of relative/_similarities (the cosine's norm kernel, also issue 21's).
+SCALE_SAFETY_ESTIMATORS = {
+    "LeastSquares",
+    "Procrustes",
+    "ReducedRank",
+    "SparseLasso",
+    "LatentTranslator",
+    "L2Normalization",
+}
+
+# --- relative projection ---------------------------------------------------------------------------------------------
+SIMILARITIES = ["cosine", "angular", "dot", "euclidean", "l1", "linf", "basis_change"]
+
+# --- torch modules: name -> bad constructor arguments (the generic checks build each with good defaults) ---------
+# A new module also needs one line in contract_grid.build_module saying how to build a small instance of it.
+MODULES: dict[str, dict[str, list]] = {
+    "RelativeProjection": {
+        "similarity": ["cos", None],
+        "output_norm": ["batch", None],
+        "num_anchors": [0, 2.5, "8"],
+        "center": BAD_FLAGS,
+        "eps": [-1.0, NAN, "0"],
+        "foo": [1],
+    },
+    "RobustRelativeProjection": {
+        "num_features": [0, 2.5, "6"],
+        "momentum": [-0.1, 1.5, NAN, "0.1"],
+        "eps": [0.0, -1.0, NAN],
+        "output_norm": ["batch"],
+    },
+    "BatchInstanceNorm": {"eps": [0.0, -1.0, NAN, "x"]},
+    "LowRankStitch": {"in_features": [0, 2.5], "out_features": [0], "rank": [0, 9, 2.5]},
+    "TopologicalDensificationLoss": {"beta": [-1.0, NAN, INF, "1"], "p": [0.0, -1.0, NAN, INF]},
+    "LatentClassifier": {
+        "latent_dim": [0, 2.5],
+        "num_classes": [0, 2.5],
+        "anchor_refresh": [0, 2.5],
+        "projection": ["dot"],
+        "center": BAD_FLAGS,
+    },
+    "ConvAutoencoder": {
+        "latent_dim": [0],
+        "width": [0.0, -1.0, NAN],
+        "kl_weight": [-1.0, NAN],
+        "loss": ["l1"],
+        "anchor_refresh": [0],
+        "variational": BAD_FLAGS,
+    },
+    "GCNClassifier": {"hidden": [0], "layers": [0], "dropout": [-0.1, 1.0, NAN, "0.5"], "projection": ["dot"]},
+    "RelativeHead": {"num_classes": [0], "recipe": ["audio"], "center": BAD_FLAGS},
+    "AbsoluteHead": {"in_features": [0], "num_classes": [0], "recipe": ["audio"]},
+}
+
+# Layers built from torch primitives follow torch's convention: a NaN input propagates to the output (never a finite
+# wrong number). Modules that wrap a library function (the relative projections, the losses) check their inputs
+# as the function does and name the bad argument.
+PROPAGATE_NAN = {"LowRankStitch", "BatchInstanceNorm", "AbsoluteHead", "ConvAutoencoder"}
+
+# --- command-line commands (latentstitch.cli.COMMANDS) and option values that must be refused ---------------------
+CLI: dict[str, list[tuple[list[str], str]]] = {
+    "demo": [
+        (["--epochs", "0"], "--epochs"),
+        (["--epochs", "-1"], "--epochs"),
+        (["--epochs", "2.5"], "--epochs"),
+        (["--anchors", "0"], "--anchors"),
+        (["--anchors", "100000"], "--anchors"),
+        (["--latent-dim", "0"], "--latent-dim"),
+        (["--seeds", "1", "1"], "--seeds"),
+        (["--seeds", "-1", "0"], "--seeds"),
+        (["--threads", "0"], "--threads"),
+        (["--threads", "x"], "--threads"),
+    ],
+    "reproduce": [
+        (["no-such-reproduction"], "NAME"),
+        (["ae-stitching", "--workers", "0"], "--workers"),
+        (["ae-stitching", "--workers", "2", "--scheduler", "tcp://nowhere:1"], "--workers"),
+        (["ae-stitching", "--threads", "0"], "--threads"),
+    ],
+}
