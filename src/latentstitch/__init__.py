@@ -4,6 +4,8 @@ Folders by concept:
 - ``latentstitch.relative``: relative representations (similarity to anchors), anchor selection, torch layers.
 - ``latentstitch.stitching``: stitching layers fitted by direct matching (least squares, Procrustes, reduced rank,
   L1) and latent translation.
+- ``latentstitch.alignment``: alignment from few or no parallel pairs (inverse relative projection, bootstrapped
+  anchors, unpaired alignment, generalised Procrustes over many models, latent functional maps).
 - ``latentstitch.similarity``: similarity indices (CKA, CCA family, Procrustes, RSA, neighbourhood agreement).
 - ``latentstitch.invariance``: the transformations latent spaces are compared under.
 - ``latentstitch.models``, ``latentstitch.losses``, ``latentstitch.training``: models with absolute or relative
@@ -15,7 +17,7 @@ Folders by concept:
 The names users type most are re-exported here.
 """
 
-from latentstitch import invariance, relative, similarity, stitching
+from latentstitch import alignment, invariance, relative, similarity, stitching
 from latentstitch.relative import (
     Centering,
     L2Normalization,
@@ -42,6 +44,7 @@ __all__ = [
     "SparseLasso",
     "StandardScaling",
     "__version__",
+    "alignment",
     "cka",
     "compare",
     "invariance",

@@ -291,7 +291,10 @@ def _restore(estimator: BaseEstimator, learned: dict[str, Any], prefix: str, ten
     for name, item in learned.items():
         key = prefix + name
         if "array" in item:
-            value = tensors[key].numpy() if item["array"] == "numpy" else tensors[key]
+            tensor = tensors[key]
+            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                raise _Invalid(f"{key} holds NaN or inf")
+            value = tensor.numpy() if item["array"] == "numpy" else tensor
         elif "moments" in item:
             state = {k[len(key) + 1 :]: v for k, v in tensors.items() if k.startswith(key + ".")}
             value = CrossMoments.from_state_dict(state, precision=item["moments"])

@@ -871,7 +871,7 @@ def estimator_case(
         a = a.reshape(n, 1, 1, 2, 3)
     a_in, b_in = convert(a * scale, container, dtype), convert(b * scale, container, dtype)
     inputs = (a_in, b_in) if paired else (a_in,)
-    names = ["a", "b", "a, b", "a and b", "anchors", "x"]
+    names = ["a", "b", "a, b", "a and b", "anchors", "x", *settings.get("arguments", ())]
     invalid = not is_float(container, dtype)
     if shape in ("n0", "one_d", "five_d") or (shape == "rows_mismatch" and paired and settings.get("same_rows", True)):
         invalid = True
@@ -888,7 +888,7 @@ def estimator_case(
     tol = tolerance(container, dtype)
     if shape == "n1" or shape == "n_min" or value == "constant_x":
         check = finite_in()  # any finite map, or a clear error (too few samples, rank deficiency)
-    elif scale != 1 and power is None:
+    elif (scale != 1 and power is None) or not settings.get("reference", True):
         check = finite_in()
     else:
         factor = scale ** (power or 0)

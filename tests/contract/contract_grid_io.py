@@ -156,10 +156,14 @@ def _load_estimator(name: str, path: Path) -> Any:
     return estimator_class(name).load(path)
 
 
-def _learned_arrays(name: str) -> list[str]:
+def _learned_arrays(name: str) -> list[tuple[str, bool]]:
     a, b = data_pair(30, 6, 5)
     fitted = make_estimator(name).fit(a, b) if ESTIMATORS[name]["paired"] else make_estimator(name).fit(a)
-    return [k for k, v in vars(fitted).items() if k.endswith("_") and isinstance(v, (np.ndarray, torch.Tensor))]
+    return [
+        (k, torch.as_tensor(v).is_floating_point())
+        for k, v in vars(fitted).items()
+        if k.endswith("_") and isinstance(v, (np.ndarray, torch.Tensor))
+    ]
 
 
 def _grow(key: str) -> Callable[[dict, dict], None]:
@@ -195,9 +199,10 @@ def estimator_file_cases(name: str, workspace: Workspace) -> list[Case]:
             lambda t, h: h["params"].update({first_param: {"value": "oops"}})
         )
     tensors = {}
-    for key in _learned_arrays(name):
+    for key, floating in _learned_arrays(name):
         tensors[f"{key} of the wrong shape"] = _grow(key)
-        tensors[f"NaN in {key}"] = _poison(key, math.nan)
+        if floating:  # an integer array (indices) cannot hold NaN
+            tensors[f"NaN in {key}"] = _poison(key, math.nan)
     return file_cases(
         "file",
         name,

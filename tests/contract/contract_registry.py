@@ -56,9 +56,12 @@ STREAMING: dict[str, tuple[dict, str, dict[str, list]]] = {
 # --- estimators (latentstitch._persist.Persistable classes): name -> settings --------------------------------------
 # params: constructor arguments of the instance under test; bad: invalid values per parameter; paired: fit(a, b)
 # (else fit(anchors)); same_rows (default True): a paired fit needs the same rows on both sides (False for an
-# unpaired alignment); scale: k such that fitting and transforming inputs scaled by s scales the output by s**k
-# (None: not equivariant, e.g. an absolute L1 strength); maps: an affine map with to_torch. An estimator is found
-# by its class name among latentstitch._persist's registered classes: adding its entry here is all it takes.
+# unpaired alignment); arguments: the names of fit's arguments where they are not a/b/anchors/x; reference (default
+# True): the fit is a deterministic function of the data, so other dtypes and containers must match the float64
+# result (False for a randomised search such as an unpaired alignment on unrelated data: any finite map is right);
+# scale: k such that fitting and transforming inputs scaled by s scales the output by s**k (None: not
+# equivariant, e.g. an absolute L1 strength); maps: an affine map with to_torch. An estimator is found by its class
+# name among latentstitch._persist's registered classes: adding its entry here is all it takes.
 ESTIMATORS: dict[str, dict] = {
     "LeastSquares": {
         "params": {},
@@ -98,6 +101,57 @@ ESTIMATORS: dict[str, dict] = {
     "Centering": {"params": {}, "bad": {}, "paired": False, "scale": 1, "maps": False},
     "StandardScaling": {"params": {}, "bad": {}, "paired": False, "scale": 0, "maps": False},
     "L2Normalization": {"params": {}, "bad": {"eps": BAD_POSITIVE}, "paired": False, "scale": 0, "maps": False},
+    # latentstitch.alignment
+    "InverseRelativeProjection": {
+        "params": {},
+        "bad": {"center": BAD_FLAGS, "rescale": ["norm", None], "ridge": BAD_NONNEGATIVE},
+        "arguments": ("source_anchors", "target_anchors"),
+        "paired": True,
+        "scale": 1,
+        "maps": False,
+    },
+    "GeneralizedProcrustes": {
+        "params": {},
+        "bad": {"center": BAD_FLAGS, "scale": BAD_FLAGS, "max_iter": BAD_COUNTS, "tol": BAD_NONNEGATIVE},
+        "arguments": ("spaces", "target", "spaces[0]", "spaces[1]"),
+        "paired": True,
+        "scale": 1,
+        "maps": False,
+    },
+    "FunctionalMap": {
+        "params": {"n_neighbors": 4, "n_eigenvectors": 6, "refine": 2},
+        "bad": {
+            "n_neighbors": BAD_COUNTS,
+            "n_eigenvectors": BAD_COUNTS,
+            "refine": [-1, 2.5, "3"],
+            "laplacian_weight": BAD_NONNEGATIVE,
+            "transfer": ["affine", None],
+        },
+        "arguments": ("source", "target"),
+        "paired": True,
+        "scale": 1,
+        "maps": False,
+    },
+    "UnpairedAlignment": {
+        "params": {
+            "n_clusters": 3,
+            "n_matchings": 2,
+            "n_restarts": 2,
+            "subsample": 200,
+            "n_neighbors": 3,
+            "refine_iter": 2,
+            "refine_sample": 20,
+            "refine_clusters": 4,
+            "n_null": 1,
+        },
+        "bad": {"n_clusters": BAD_COUNTS, "refine_iter": [-1, 2.5], "check": BAD_FLAGS, "random_state": BAD_SEEDS},
+        "arguments": ("source", "target"),
+        "paired": True,
+        "reference": False,
+        "same_rows": False,
+        "scale": 1,
+        "maps": True,
+    },
 }
 # The estimator classes whose fits run on the kernels of issue 21 (moments and solves): their overflow/underflow
 # cases are scale-safety cases of that branch.
@@ -109,6 +163,7 @@ SCALE_SAFETY_ESTIMATORS = {
     "SparseLasso",
     "LatentTranslator",
     "L2Normalization",
+    "InverseRelativeProjection",  # cosines to the anchors: the cosine norm kernel
 }
 
 # --- relative projection ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from latentstitch._backend import matmul
-from latentstitch._validation import ArrayLike, as_float_tensor, check_positive_int, to_numpy
+from latentstitch._validation import ArrayLike, as_float_tensor, check_seed, to_numpy
 from latentstitch.similarity._neighbors import top_k, unit_rows
 
 __all__ = ["as_pairs", "mean_of_neighbours", "orthogonal_factor", "space", "unit_rows"]
@@ -73,8 +73,8 @@ def check_positive(value: object, name: str) -> float:
 
 
 def seeded(seed: object) -> int:
-    """A non-negative integer seed."""
-    return check_positive_int(seed, "random_state", minimum=0)
+    """A seed (``random_state``): an integer in [0, 2**32 - 1]."""
+    return check_seed(seed, "random_state")
 
 
 def gram_agreement(a: torch.Tensor, b: torch.Tensor) -> float:

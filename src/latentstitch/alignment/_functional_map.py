@@ -135,6 +135,9 @@ def map_similarity(c: np.ndarray) -> float:
     return float(1.0 - np.linalg.norm(c - np.diag(np.diag(c))) / np.linalg.norm(c))
 
 
+_WEIGHTS = ("descriptor_weight", "laplacian_weight", "commutativity_weight")
+
+
 class FunctionalMap(_AffineMap):
     """Latent functional maps (Fumero et al. 2024): align two spaces through their graphs' Laplacian eigenbases.
 
@@ -180,6 +183,8 @@ class FunctionalMap(_AffineMap):
         ``1 - ||C - diag(C)|| / ||C||`` in [0, 1]; high for related spaces, low for unrelated ones.
     score_ : float
         Same as ``similarity_`` (the confidence every alignment estimator reports).
+    n_rows_ : [n_s, n_t]
+        The rows of the source and target tables of the fit.
     correspondence_ : (n_t,) int64 numpy array
         For each target row, its matched source row.
     coef_, intercept_ : the linear transfer, ``transform(x) = x @ coef_ + intercept_``.
@@ -206,14 +211,9 @@ class FunctionalMap(_AffineMap):
     def fit(self, source: ArrayLike, target: ArrayLike, pairs: ArrayLike | None = None) -> FunctionalMap:
         """Fit from two tables and their known ``pairs`` ((m, 2) source/target rows; about 5-50), or, without
         ``pairs``, from parallel rows. Returns ``self``."""
-        n_neighbors = check_positive_int(self.n_neighbors, "n_neighbors")
-        k = check_positive_int(self.n_eigenvectors, "n_eigenvectors", minimum=2)
-        refine = check_positive_int(self.refine, "refine", minimum=0)
-        weights = tuple(
-            check_nonnegative(getattr(self, name), name)
-            for name in ("descriptor_weight", "laplacian_weight", "commutativity_weight")
-        )
-        check_choice(self.transfer, "transfer", TRANSFERS)
+        self._check_params()
+        n_neighbors, k, refine = int(self.n_neighbors), int(self.n_eigenvectors), int(self.refine)
+        weights = tuple(float(getattr(self, name)) for name in _WEIGHTS)
         s = space(source, "source", min_rows=n_neighbors + 2)
         t = space(target, "target", min_rows=n_neighbors + 2)
         if pairs is None and s.shape[0] != t.shape[0]:
@@ -258,5 +258,31 @@ class FunctionalMap(_AffineMap):
         self.similarity_ = map_similarity(c)
         self.score_ = self.similarity_
         self.correspondence_ = correspondence.astype(np.int64)
+        self.n_rows_ = [int(s.shape[0]), int(t.shape[0])]
         self.eigenvalues_ = np.stack([values_s, values_t])
         return self
+
+    def _check_params(self) -> None:
+        check_positive_int(self.n_neighbors, "n_neighbors")
+        check_positive_int(self.n_eigenvectors, "n_eigenvectors", minimum=2)
+        check_positive_int(self.refine, "refine", minimum=0)
+        for name in _WEIGHTS:
+            check_nonnegative(getattr(self, name), name)
+        check_choice(self.transfer, "transfer", TRANSFERS)
+
+    def _check_loaded(self) -> None:
+        super()._check_loaded()
+        k = int(self.n_eigenvectors)
+        if tuple(np.shape(self.map_)) != (k, k):
+            raise ValueError(f"map_ has shape {tuple(np.shape(self.map_))}, expected ({k}, {k})")
+        if tuple(np.shape(self.eigenvalues_)) != (2, k):
+            raise ValueError(f"eigenvalues_ has shape {tuple(np.shape(self.eigenvalues_))}, expected (2, {k})")
+        correspondence = np.asarray(self.correspondence_)
+        n_source, n_target = self.n_rows_
+        if correspondence.shape != (n_target,) or correspondence.dtype.kind not in "iu":
+            raise ValueError(
+                f"correspondence_ must be {n_target} integer source rows, got {correspondence.dtype} of shape "
+                f"{correspondence.shape}"
+            )
+        if correspondence.size and not 0 <= correspondence.min() <= correspondence.max() < n_source:
+            raise ValueError(f"correspondence_ holds rows outside the {n_source} source rows")

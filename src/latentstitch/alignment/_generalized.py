@@ -107,10 +107,7 @@ class GeneralizedProcrustes(Persistable, BaseEstimator):
         self, spaces: Sequence[ArrayLike] | ArrayLike, target: ArrayLike | None = None
     ) -> GeneralizedProcrustes:
         """Add a chunk of rows of every space to the statistics and refit; returns ``self``."""
-        check_bool(self.center, "center")
-        check_bool(self.scale, "scale")
-        check_positive_int(self.max_iter, "max_iter")
-        check_nonnegative(self.tol, "tol")
+        self._check_params()
         tables = self._tables(spaces, target)
         widths = [int(t.shape[1]) for t in tables]
         previous = getattr(self, "moments_", None)
@@ -262,6 +259,12 @@ class GeneralizedProcrustes(Persistable, BaseEstimator):
             raise ValueError(f"{name}: has {xt.shape[1]} features but space {index} has {self.n_features_[index]}")
         return xt
 
+    def _check_params(self) -> None:
+        check_bool(self.center, "center")
+        check_bool(self.scale, "scale")
+        check_positive_int(self.max_iter, "max_iter")
+        check_nonnegative(self.tol, "tol")
+
     def _check_loaded(self) -> None:
         m, width = len(self.n_features_), max(self.n_features_)
         if tuple(self.rotations_.shape) != (m, width, width) or tuple(self.means_.shape) != (m, width):
@@ -271,6 +274,10 @@ class GeneralizedProcrustes(Persistable, BaseEstimator):
             )
         if len(self.scales_) != m:
             raise ValueError(f"scales_ has {len(self.scales_)} entries for {m} spaces")
+        if tuple(np.shape(self.pairwise_scores_)) != (m, m):
+            raise ValueError(
+                f"pairwise_scores_ has shape {tuple(np.shape(self.pairwise_scores_))}, expected ({m}, {m})"
+            )
 
 
 def _align(cross: list[list[torch.Tensor]], width: int, max_iter: int, tol: float) -> tuple[list[torch.Tensor], int]:

@@ -90,9 +90,8 @@ class InverseRelativeProjection(Persistable, BaseEstimator):
     def fit(self, source_anchors: ArrayLike, target_anchors: ArrayLike) -> InverseRelativeProjection:
         """Fit from parallel anchors: the same m inputs embedded in the source (m, d_s) and the target (m, d_t)
         space. Returns ``self``."""
-        check_bool(self.center, "center")
-        check_choice(self.rescale, "rescale", RESCALES)
-        ridge = check_nonnegative(self.ridge, "ridge")
+        self._check_params()
+        ridge = float(self.ridge)
         s = space(source_anchors, "source_anchors")
         t = space(target_anchors, "target_anchors")
         check_same_rows(s, t, "source_anchors", "target_anchors")
@@ -161,6 +160,11 @@ class InverseRelativeProjection(Persistable, BaseEstimator):
             direction = direction * (self.target_norm_ if norms is None else norms * self.target_norm_)
         mean = match_reference(as_float_tensor(self.target_mean_, "target_mean_"), relative, "target_mean_", "x")
         return direction + mean
+
+    def _check_params(self) -> None:
+        check_bool(self.center, "center")
+        check_choice(self.rescale, "rescale", RESCALES)
+        check_nonnegative(self.ridge, "ridge")
 
     def _check_loaded(self) -> None:
         m, d_t = tuple(self.decoder_.shape)

@@ -158,6 +158,14 @@ class UnpairedAlignment(_AffineMap):
         check_bool(self.check, "check")
         seeded(self.random_state)
 
+    def _check_loaded(self) -> None:
+        super()._check_loaded()
+        if tuple(self.rotation_.shape) != (self.n_features_in_, self.n_features_out_):
+            raise ValueError(
+                f"rotation_ has shape {tuple(self.rotation_.shape)} but the map is "
+                f"{self.n_features_in_} -> {self.n_features_out_}"
+            )
+
     # --- the recipe ----------------------------------------------------------------------------------------
     def _align(self, x: torch.Tensor, y: torch.Tensor, rng: np.random.Generator) -> tuple[torch.Tensor, float]:
         """The orthogonal-ish map W (d_s, d_t) between unit rows x and y, and the k-means self-consistency."""
