@@ -176,3 +176,11 @@ def channels_as_rows(x: torch.Tensor, name: str) -> torch.Tensor:
 def flatten_samples(x: torch.Tensor) -> torch.Tensor:
     """Activations as one row per sample: (N, ...) -> (N, prod(...)), the convention of CKA and CCA."""
     return x.reshape(x.shape[0], -1)
+
+
+def check_positive(value: object, name: str) -> float:
+    """A finite real number > 0 (exponents, scales, temperatures)."""
+    number = check_nonnegative(value, name)
+    if number == 0:
+        raise ValueError(f"{name}: expected a finite number > 0, got {value}")
+    return number

@@ -4,6 +4,8 @@ Moschella et al., "Relative representations enable zero-shot latent space commun
 variant from García-Castellanos et al., arXiv 2409.10967.
 """
 
+# Importing these modules registers the "geodesic" and "whitened" similarities.
+from latentstitch.relative import _geodesic, _whitened  # noqa: F401
 from latentstitch.relative._anchors import STRATEGIES, select_anchors
 from latentstitch.relative._modules import OUTPUT_NORMS, RelativeProjection, RobustRelativeProjection
 from latentstitch.relative._projection import relative_projection
@@ -14,6 +16,7 @@ from latentstitch.relative._similarities import (
     get_similarity,
     register_similarity,
 )
+from latentstitch.relative._sparsify import sparsify_similarities
 from latentstitch.relative._transforms import Centering, L2Normalization, StandardScaling
 
 __all__ = [
@@ -31,4 +34,5 @@ __all__ = [
     "register_similarity",
     "relative_projection",
     "select_anchors",
+    "sparsify_similarities",
 ]
