@@ -21,6 +21,13 @@ def test_equals_the_inner_product_of_whitened_vectors(rng):
     np.testing.assert_allclose(cosine, expected, atol=1e-9)
 
 
+def test_cosine_of_a_sample_at_the_anchors_mean_is_zero(rng):
+    half = rng.normal(size=(6, 3))
+    anchors = np.concatenate([half, -half])  # mean exactly 0
+    out = relative_projection(np.zeros((1, 3)), anchors, "whitened", cosine=True)
+    np.testing.assert_allclose(out, 0.0, atol=1e-12)
+
+
 def test_whitened_anchors_have_identity_covariance(rng):
     anchors = rng.normal(size=(200, 4)) * [1.0, 10.0, 0.1, 3.0]
     gram = relative_projection(anchors, anchors, "whitened")  # Z Z^T with Z whitened: Z^T Z / m = I

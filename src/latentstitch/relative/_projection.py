@@ -49,7 +49,7 @@ def relative_projection(
         Anchor embeddings. Numpy anchors follow ``x``'s device; both are cast to ``x``'s dtype.
     similarity : str
         Name of a registered similarity (``latentstitch.relative.SIMILARITIES``): cosine, angular, dot,
-        euclidean, l1, linf, basis_change.
+        euclidean, l1, linf, basis_change, geodesic, whitened.
     center : bool
         Subtract the anchors' mean from samples and anchors before comparing them, which adds invariance to
         translations. Off by default, as in the paper's official code. Similarities already invariant to

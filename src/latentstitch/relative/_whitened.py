@@ -59,8 +59,8 @@ def _whitened_prepare(anchors: torch.Tensor, shrinkage: float = 0.0, cosine: boo
     mean = mean.to(anchors.dtype)
     # A gradient with respect to the anchors flows through (anchors - mean); the statistics count as constants.
     whitened = matmul(anchors - mean, transform)
-    if cosine:
-        whitened = whitened / _row_norms(whitened, "anchors (whitened)", None)
+    if cosine:  # likewise an anchor at the mean gets similarity 0 to every sample
+        whitened = whitened / _row_norms(whitened, "anchors (whitened)", torch.finfo(whitened.dtype).tiny)
     return _Whitening(mean, transform, whitened)
 
 
@@ -72,7 +72,8 @@ def _whitened_prepare(anchors: torch.Tensor, shrinkage: float = 0.0, cosine: boo
 )
 def whitened(x: torch.Tensor, whitening: _Whitening, shrinkage: float = 0.0, cosine: bool = False) -> torch.Tensor:
     """Whitened (Mahalanobis) inner product ``(x - mu) Sigma^-1 (a - mu)^T``, mean ``mu`` and covariance ``Sigma``
-    (population, ddof=0) of the anchors; with ``cosine=True`` the cosine of the whitened vectors, in [-1, 1].
+    (population, ddof=0) of the anchors; with ``cosine=True`` the cosine of the whitened vectors, in [-1, 1] (a
+    vector at the anchors' mean, whitened to zero, has cosine 0 with everything).
 
     Invariant to every invertible affine map ``x -> x M + b`` applied to samples and anchors together (so to
     rotations, any rescaling, shears and translations), provided the anchors' covariance has full rank: at least
@@ -84,7 +85,7 @@ def whitened(x: torch.Tensor, whitening: _Whitening, shrinkage: float = 0.0, cos
     and covariance being treated as constants.
     """
     z = matmul(x - whitening.mean, whitening.transform)
-    if cosine:
-        z = z / _row_norms(z, "x (whitened)", None)
+    if cosine:  # a sample at the anchors' mean (whitened to zero) gets similarity 0 to every anchor
+        z = z / _row_norms(z, "x (whitened)", torch.finfo(z.dtype).tiny)
     out = matmul(z, whitening.anchors.T)
     return out.clamp(-1.0, 1.0) if cosine else out
