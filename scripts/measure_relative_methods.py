@@ -524,7 +524,7 @@ def write_markdown(results: dict, out: Path) -> None:
     (out / "results.md").write_text("\n".join(lines))
 
 
-SECTIONS = ("stitching", "retrieval", "swiss_roll", "sentence_layers", "tiny10", "anchor_study")
+SECTIONS = ("stitching", "retrieval", "swiss_roll", "sentence_layers", "anchor_study", "tiny10")
 
 
 def main() -> None:
@@ -533,6 +533,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes, minutes")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--sections", nargs="*", default=list(SECTIONS), choices=SECTIONS)
+    parser.add_argument("--seeds", type=int, nargs="*", default=None, help="default 0 1 (quick: 0)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     from threadpoolctl import threadpool_limits
@@ -541,7 +542,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "results.json"
     results = json.loads(path.read_text()) if path.exists() else {}
-    seeds = (0,) if args.quick else (0, 1)
+    seeds = tuple(args.seeds) if args.seeds else ((0,) if args.quick else (0, 1))
     for section in args.sections:
         started = time.perf_counter()
         print(f"{section} ...", flush=True)
