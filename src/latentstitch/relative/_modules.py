@@ -19,6 +19,7 @@ from latentstitch._validation import (
 )
 from latentstitch.relative._projection import relative_projection
 from latentstitch.relative._similarities import _row_norms, get_similarity
+from latentstitch.relative._sparsify import sparsifier
 
 OUTPUT_NORMS = ("none", "l2", "layernorm", "batchnorm")
 
@@ -104,6 +105,9 @@ class RelativeProjection(_AnchoredProjection):
         parameters); stitching heads on frozen encoders use ``l2``.
     center : bool
         Subtract the anchors' mean first (adds translation invariance).
+    top_k, power : optional
+        Sparsify / sharpen each relative vector (``relative_projection``'s options; ASIF, Norelli et al. 2023),
+        before ``output_norm``.
     **similarity_kwargs
         E.g. ``eps`` for cosine.
     """
@@ -116,6 +120,8 @@ class RelativeProjection(_AnchoredProjection):
         num_anchors: int | None = None,
         output_norm: str = "none",
         center: bool = False,
+        top_k: int | None = None,
+        power: float | None = None,
         **similarity_kwargs: Any,
     ):
         super().__init__(anchors, num_anchors, output_norm)
@@ -123,12 +129,16 @@ class RelativeProjection(_AnchoredProjection):
         spec.check_options(similarity_kwargs)
         self.similarity = spec.name
         self.center = check_bool(center, "center")
+        self.sparsify = {"top_k": top_k, "power": power}
+        sparsifier(top_k, power, spec.kind, spec.name, None)  # checks the values now, not at the first forward
         self.similarity_kwargs = similarity_kwargs
 
     def forward(self, x: torch.Tensor, anchors: torch.Tensor | None = None) -> torch.Tensor:
         x = as_float_tensor(x, "x", ndim=2, finite=False)
         anchors = self._anchors_for(x, anchors)
-        r = relative_projection(x, anchors, self.similarity, center=self.center, **self.similarity_kwargs)
+        r = relative_projection(
+            x, anchors, self.similarity, center=self.center, **self.sparsify, **self.similarity_kwargs
+        )
         return self._normalize_output(r)
 
     def extra_repr(self) -> str:

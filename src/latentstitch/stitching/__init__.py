@@ -32,6 +32,10 @@ Estimators: ``LeastSquares`` (``pinv([A, 1]) B``), ``Procrustes`` (orthogonal), 
 - ``fit_task_loss(stitched, data, ...)``: train only the stitching layer through both frozen networks (the paper's
   defaults), with soft or hard labels, L1 sparsity, low rank, a CKA penalty, and CKA / R^2 traced along training.
 - ``stitch_metrics``: accuracy, relative accuracy (stitched / model B), agreement and cross-entropy to model B.
+- ``stitch_layers(models, layers, connectors)``: a ``MultiStitchedModel``, a chain of networks stitched at several
+  layers at once (e.g. A's first block, B's middle block, A's last block), with a direct-matched or a relative
+  (``RelativeConnector``: parallel anchors only, decoder fitted on the target network alone) connector at each
+  junction.
 - ``sweep`` (every layer x every method, Figure 2), ``sparsity_sweep`` (Figure 8), ``interpolate_layers`` (mode
   connectivity), ``save_stitching_layer`` / ``load_stitching_layer`` (safetensors).
 
@@ -50,6 +54,13 @@ from latentstitch.stitching._activations import (
 from latentstitch.stitching._io import load
 from latentstitch.stitching._lasso import SPARSITY_THRESHOLD, SparseLasso
 from latentstitch.stitching._least_squares import LeastSquares
+from latentstitch.stitching._multilayer import (
+    CONNECTORS,
+    MultiStitchedModel,
+    RelativeConnector,
+    run_segment,
+    stitch_layers,
+)
 from latentstitch.stitching._procrustes import Procrustes
 from latentstitch.stitching._reduced_rank import ReducedRank
 from latentstitch.stitching._stitch import (
@@ -68,6 +79,7 @@ from latentstitch.stitching._task_loss import TARGETS, TaskLossResult, fit_task_
 from latentstitch.stitching._translator import LatentTranslator
 
 __all__ = [
+    "CONNECTORS",
     "INITS",
     "SPARSITY_THRESHOLD",
     "TARGETS",
@@ -75,9 +87,11 @@ __all__ = [
     "LatentTranslator",
     "LeastSquares",
     "LowRankStitch",
+    "MultiStitchedModel",
     "Procrustes",
     "RankDeficiencyWarning",
     "ReducedRank",
+    "RelativeConnector",
     "SparseLasso",
     "SparsityResult",
     "StitchedModel",
@@ -94,11 +108,13 @@ __all__ = [
     "load",
     "load_stitching_layer",
     "plot_sweep",
+    "run_segment",
     "save_stitching_layer",
     "soft_cross_entropy",
     "sparsify_layer",
     "sparsity_sweep",
     "stitch",
+    "stitch_layers",
     "stitch_metrics",
     "sweep",
 ]
