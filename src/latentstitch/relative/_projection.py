@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
 
+from latentstitch._backend import chunk_rows
 from latentstitch._validation import (
     ArrayLike,
+    DeferredChecks,
+    RowError,
     as_float_tensor,
+    careful_mode,
     check_finite,
+    check_positive_int,
     check_same_width,
+    collect_flags,
+    finite_flag,
     match_reference,
     wrap_like,
 )
 from latentstitch.distributed._arrays import is_dask_array, project_blocks
-from latentstitch.relative._similarities import ZeroNormError, get_similarity
+from latentstitch.relative._similarities import SimilaritySpec, get_similarity
 
-# Elements per chunk of samples: 4 Mi floats (16 MiB in float32) keeps a chunk and its output in cache-friendly
-# sizes while amortising the per-call overhead. benchmarks/relative_projection.py measures the choice.
+# Elements per chunk of samples on the CPU: 4 Mi floats (16 MiB in float32) keeps a chunk and its output in
+# cache-friendly sizes while amortising the per-call overhead. benchmarks/relative_projection.py measures the choice.
+# On a GPU the chunks are as large as the free memory allows (``_backend.chunk_rows``).
 _CHUNK_ELEMENTS = 1 << 22
 
 
@@ -51,6 +60,7 @@ def relative_projection(
         translations. Off by default, as in the paper's official code.
     chunk_size : int, optional
         Rows of ``x`` processed at a time when no gradient is needed; memory stays at the output plus one chunk.
+        Default: cache-sized chunks on the CPU; on a GPU as many rows as half the free device memory holds.
     **similarity_kwargs
         Passed to the similarity, e.g. ``eps`` for cosine/angular, ``scaled`` for dot.
 
@@ -59,11 +69,24 @@ def relative_projection(
     (n, m) array or tensor, of ``x``'s type, dtype and device. Differentiable with respect to ``x`` and
     ``anchors`` when they are tensors that require grad. A ``dask.array`` ``x`` gives a lazy dask array with
     ``x``'s row chunks and one chunk of columns, projected block by block (``latentstitch.distributed``).
+
+    Notes
+    -----
+    Half-precision inputs are computed natively (see the similarity's docstring, e.g. ``cosine``: bfloat16 products
+    with float32 accumulation on a GPU, norms in float32). Values are exact at any magnitude the output dtype can
+    hold; a value it cannot hold (a dot product of 1e20-sized float32 vectors) is an error, never inf.
+
+    Checks do not stall a GPU: each chunk's fast path yields a validity flag on the device (norms in the exactly
+    computable range, or a finite output), all flags are read once at the end, and only failing chunks are
+    recomputed carefully, which raises the precise error (NaN or inf in ``x``, first at row r; a zero row under
+    cosine) or returns the exact values.
     """
     if is_dask_array(x):
         return project_blocks(x, anchors, similarity, center=center, chunk_size=chunk_size, **similarity_kwargs)
     spec = get_similarity(similarity)
-    xt = as_float_tensor(x, "x", ndim=2, finite=False)  # finiteness is checked chunk by chunk, below
+    if chunk_size is not None:
+        chunk_size = check_positive_int(chunk_size, "chunk_size")
+    xt = as_float_tensor(x, "x", ndim=2, finite=False)  # checked through each chunk's validity flag, below
     at = as_float_tensor(anchors, "anchors", ndim=2, min_rows=1)
     check_same_width(xt, at, "x", "anchors")
     at = match_reference(at, xt, "anchors", "x")
@@ -72,30 +95,83 @@ def relative_projection(
         at = at - shift
     prepared = spec.prepare(at, **similarity_kwargs)
 
-    n, m = xt.shape[0], at.shape[0]
-    rows = chunk_size or max(1, _CHUNK_ELEMENTS // max(xt.shape[1], m))
+    n, (m, d) = xt.shape[0], at.shape
+    rows = chunk_size or chunk_rows(xt.device, 2 * (d + m) * xt.element_size(), max(1, _CHUNK_ELEMENTS // max(d, m)))
     needs_grad = torch.is_grad_enabled() and (xt.requires_grad or at.requires_grad)
-
-    def project(start: int, stop: int, into: torch.Tensor | None = None) -> torch.Tensor:
-        chunk = xt[start:stop]
-        check_finite(chunk, "x", row_offset=start)
-        if shift is not None:
-            chunk = chunk - shift
-        try:
-            if into is None:
-                return spec.function(chunk, prepared, **similarity_kwargs)
-            return spec.function(chunk, prepared, out=into, **similarity_kwargs)
-        except ZeroNormError as error:
-            raise ZeroNormError(error.name, error.row + start) from None
+    chunks = _Chunks(spec, xt, prepared, shift, similarity_kwargs)
 
     if needs_grad or n <= rows:
-        return wrap_like(project(0, n), x)
+        result, ok = chunks.fast(0, n)
+        return wrap_like(result if bool(ok) else chunks.careful(0, n), x)
     out = torch.empty((n, m), dtype=xt.dtype, device=xt.device)
+    checks = DeferredChecks()  # one host synchronisation for all chunks, at the end
     with torch.no_grad():
         for start in range(0, n, rows):
             stop = min(start + rows, n)
             if spec.writes_out:  # e.g. cosine: the chunk's matmul writes into the output, no copy
-                project(start, stop, out[start:stop])
+                _, ok = chunks.fast(start, stop, out[start:stop])
             else:
-                out[start:stop] = project(start, stop)
+                out[start:stop], ok = chunks.fast(start, stop)
+            checks.add(ok, functools.partial(chunks.repair, out, start, stop))
+        checks.resolve()
     return wrap_like(out, x)
+
+
+class _Chunks:
+    """The projection of rows ``start:stop`` of ``x``: a fast path that reports whether it was valid, and a careful
+    path that checks everything (one host synchronisation per check) and computes the exact values."""
+
+    def __init__(self, spec: SimilaritySpec, x: torch.Tensor, prepared: Any, shift: Any, options: dict[str, Any]):
+        self.spec, self.x, self.prepared, self.shift, self.options = spec, x, prepared, shift, options
+
+    def _rows(self, start: int, stop: int) -> torch.Tensor:
+        chunk = self.x[start:stop]
+        return chunk if self.shift is None else chunk - self.shift
+
+    def fast(self, start: int, stop: int, into: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The chunk's output and a 0-d device flag: true when the fast arithmetic was valid for every row (the
+        similarity's own flags, e.g. cosine's norm range, or else a finite output). Never waits for the device."""
+        with collect_flags() as flags:
+            if into is None:
+                result = self.spec.function(self._rows(start, stop), self.prepared, **self.options)
+            else:
+                result = self.spec.function(self._rows(start, stop), self.prepared, out=into, **self.options)
+        ok = torch.stack(flags).all() if flags else finite_flag(result)
+        return self._finish(result), ok
+
+    def careful(self, start: int, stop: int) -> torch.Tensor:
+        """Rows ``start:stop`` recomputed with every check: raises the precise error (naming rows of the whole
+        input), or returns exact values, widening to float64 where the input's precision overflowed."""
+        check_finite(self.x[start:stop], "x", row_offset=start)
+        chunk = self._rows(start, stop)
+        try:
+            with careful_mode():
+                result = self.spec.function(chunk, self.prepared, **self.options)
+                if not bool(torch.isfinite(result).all()):
+                    result = self._wide(chunk, start)
+        except RowError as error:
+            raise error.shifted(start) from None
+        return self._finish(result)
+
+    def repair(self, out: torch.Tensor, start: int, stop: int) -> None:
+        out[start:stop] = self.careful(start, stop)
+
+    def _wide(self, chunk: torch.Tensor, start: int) -> torch.Tensor:
+        """The chunk in float64, brought back to the input's dtype if every value fits; otherwise an error."""
+        prepared = self.prepared.double() if isinstance(self.prepared, torch.Tensor) else self.prepared
+        result = self.spec.function(chunk.double(), prepared, **self.options).to(chunk.dtype)
+        finite = torch.isfinite(result).reshape(result.shape[0], -1).all(dim=1)
+        if not bool(finite.all()):
+            row = int((~finite).nonzero()[0, 0])
+            raise ValueError(
+                f"x, anchors: the {self.spec.name} values of row {start + row} of x are beyond the range of "
+                f"{chunk.dtype} (largest {torch.finfo(chunk.dtype).max:.3g}); use smaller values (rescale x and "
+                "anchors together) or a wider dtype"
+            )
+        return result
+
+    @staticmethod
+    def _finish(result: torch.Tensor) -> torch.Tensor:
+        """The one post-processing point every chunk's output goes through, fast or repaired (e.g. a
+        sparsification of each row)."""
+        return result

@@ -65,6 +65,9 @@ class Procrustes(_MomentStitcher):
     def _needed_products(self) -> tuple[str, ...]:
         return ("ab", "aa_diag") if self.scale else ("ab",)
 
+    def _shifted(self) -> bool:
+        return bool(self.center)  # without centring only raw A^T B is read: no shifted copy of each block
+
     def _solve(self, moments: CrossMoments, *, input_dtype: torch.dtype) -> dict[str, Any]:
         cross = moments.centered_ab() if self.center else moments.raw_ab()
         u, s, vh = torch.linalg.svd(cross, full_matrices=False)
