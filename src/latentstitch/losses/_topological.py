@@ -157,6 +157,8 @@ def _range_scale(t: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor | None:
     """Powers of two (over ``dims``) that bring ``t``'s largest magnitudes into [0.5, 1), so that its squares
     neither overflow nor underflow; ``None`` on the CPU when every magnitude is already safe (reading that costs
     nothing there, while a GPU would wait: there the factors are always applied)."""
+    if t.numel() == 0:
+        return None
     magnitude = t.detach().abs().amax(dim=dims)
     if t.device.type == "cpu":
         low, high = torch.aminmax(magnitude)
