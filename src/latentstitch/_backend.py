@@ -88,6 +88,39 @@ def chunk_rows(device: torch.device, bytes_per_row: int, cpu_rows: int) -> int:
     return max(cpu_rows, (free + cached) // 2 // max(bytes_per_row, 1))
 
 
+class HostToDevice:
+    """Sends chunks of host memory to a CUDA device so that the copy of one chunk overlaps the computation on the
+    previous one.
+
+    ``send(*tensors)`` issues the copies on a side stream of its own (non-blocking: from pinned host memory they run
+    on the copy engine while the GPU computes), makes the current stream wait for them on the device, and returns
+    the device tensors. The host waits only for the copies of this chunk, never for any computation, so the caller
+    may refill or free its host buffers as soon as ``send`` returns. Pinned chunks (``tensor.pin_memory()``,
+    ``DataLoader(pin_memory=True)``) are needed for the copies to overlap; pageable memory is copied synchronously,
+    as torch does. Tensors already on the device, and devices other than CUDA, are passed through ``.to``.
+    """
+
+    def __init__(self, device: torch.device | str):
+        self.device = torch.device(device)
+        self._stream: torch.cuda.Stream | None = None
+
+    def send(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if self.device.type != "cuda" or all(t.device.type == "cuda" for t in tensors):
+            return tuple(t.to(self.device) for t in tensors)
+        if self._stream is None:
+            self._stream = torch.cuda.Stream(self.device)
+        compute = torch.cuda.current_stream(self.device)
+        with torch.cuda.stream(self._stream):
+            sent = tuple(t.to(self.device, non_blocking=True) for t in tensors)
+        copied = torch.cuda.Event()
+        copied.record(self._stream)
+        compute.wait_event(copied)
+        for t in sent:
+            t.record_stream(compute)  # the allocator keeps the memory until the computation on it is done
+        copied.synchronize()  # this chunk's host memory is free again; the computation still runs on
+        return sent
+
+
 def set_threads(threads: int) -> str:
     """Use ``threads`` threads in torch and in every BLAS/OpenMP pool loaded so far (numpy's and scipy's OpenBLAS);
     return a line saying what was set.

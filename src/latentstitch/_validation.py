@@ -123,12 +123,20 @@ def check_finite(t: torch.Tensor, name: str, *, row_offset: int = 0, checks: Def
         bad = (~ok).reshape(t.shape[0], -1).any(dim=1).nonzero()[0, 0].item() if t.ndim > 0 else 0
         raise NonFiniteError(name, bad + row_offset)
 
-    flag = finite_flag(t)
-    if checks is None:
-        if not bool(flag):
+    if checks is None or (t.device.type == "cpu" and not DEFER_ON_CPU):
+        if not bool(finite_flag(t)):
             locate()
         return
-    checks.add(flag, locate)
+    # Deferred: find the first bad row on the device now (an exact pass, cheap there), keeping only that index, so
+    # that the data need not stay alive until the checks are resolved.
+    rows_ok = torch.isfinite(t.reshape(t.shape[0], -1)).all(dim=1) if t.ndim > 0 else torch.isfinite(t)[None]
+    first = (~rows_ok).to(torch.int8).argmax()
+    ok = rows_ok.all()
+
+    def report() -> None:
+        raise NonFiniteError(name, int(first) + row_offset)
+
+    checks.add(ok, report)
 
 
 # --- checks that do not stall the device -----------------------------------------------------------------------
