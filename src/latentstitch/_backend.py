@@ -53,13 +53,26 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
     return a @ b
 
 
-def row_norms(t: torch.Tensor) -> torch.Tensor:
-    """Euclidean norm of every row of a 2-D tensor, shape (n,): float32 for float32 and half-precision rows (summed
-    in float32), float64 for float64. Plain ``sqrt(sum x^2)``: callers that need exactness at extreme magnitudes
-    check the range (``latentstitch.relative._similarities``). Differentiable."""
-    if t.dtype in (torch.float16, torch.bfloat16):
-        return torch.linalg.vector_norm(t, dim=1, dtype=torch.float32)
+def svd(m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Thin SVD ``(u, s, vh)`` of a 2-D tensor, by numpy's LAPACK on the CPU when no gradient is needed (gesdd:
+    1.2x faster than torch's here on 768 x 768 float64), else ``torch.linalg.svd``."""
     if (
+        _NUMPY_GEMM
+        and m.device.type == "cpu"
+        and m.dtype in _NUMPY_DTYPES
+        and not (torch.is_grad_enabled() and m.requires_grad)
+    ):
+        return tuple(torch.from_numpy(f) for f in np.linalg.svd(m.detach().numpy(), full_matrices=False))
+    return torch.linalg.svd(m, full_matrices=False)
+
+
+def row_norms(t: torch.Tensor, *, squared: bool = False) -> torch.Tensor:
+    """Euclidean norm (or, with ``squared``, its square) of every row of a 2-D tensor, shape (n,): float32 for
+    float32 and half-precision rows (summed in float32), float64 for float64. Plain ``sqrt(sum x^2)``: callers that
+    need exactness at extreme magnitudes check the range (``latentstitch.relative._similarities``). Differentiable."""
+    if t.dtype in (torch.float16, torch.bfloat16):
+        norms = torch.linalg.vector_norm(t, dim=1, dtype=torch.float32)
+    elif (
         _NUMPY_GEMM
         and t.device.type == "cpu"
         and t.dtype in _NUMPY_DTYPES
@@ -67,8 +80,11 @@ def row_norms(t: torch.Tensor) -> torch.Tensor:
     ):
         rows = t.detach().numpy()
         with _quiet():
-            return torch.from_numpy(np.sqrt(np.einsum("ij,ij->i", rows, rows)))
-    return torch.linalg.vector_norm(t, dim=1)
+            sums = np.einsum("ij,ij->i", rows, rows)
+            return torch.from_numpy(sums if squared else np.sqrt(sums))
+    else:
+        norms = torch.linalg.vector_norm(t, dim=1)
+    return norms.square() if squared else norms
 
 
 def chunk_rows(device: torch.device, bytes_per_row: int, cpu_rows: int) -> int:

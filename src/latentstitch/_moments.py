@@ -102,8 +102,9 @@ class CrossMoments:
         respect to them (used by differentiable similarity indices). Off by default: inputs are detached.
     shift : bool
         Accumulate about the first block's mean (default), so that centring later is exact. ``False`` accumulates
-        about zero, which saves a shifted copy of every block: for consumers of the raw moments only
-        (``raw_ab()``...), as the centred ones then lose precision when the mean is large.
+        the raw products about zero and keeps no column sums, which saves a shifted copy and a pass over every
+        block: for consumers of the raw moments only (``raw_ab()``...); the means and centred statistics are then
+        unavailable.
     names : (str, str)
         The arguments' names used in error messages.
     max_order : {2, 4}
@@ -230,7 +231,8 @@ class CrossMoments:
         self.count += a.shape[0]
         # Column sums of one block are taken in the product precision (they are small: the rows are shifted); the
         # first block's are known from its mean.
-        self._accumulate("sum_a", sum_a if first else da.sum(dim=0))
+        if self.shift:
+            self._accumulate("sum_a", sum_a if first else da.sum(dim=0))
         # a.T @ a of one buffer is a symmetric rank-k update (half the work) in numpy's BLAS, which _backend uses
         if "aa" in self.products:
             self._accumulate("aa", matmul(da.T, da))
@@ -239,7 +241,8 @@ class CrossMoments:
         db = None
         if b is not None:
             db = _shifted(b, self.shift_b, self.shift, b_in_place)
-            self._accumulate("sum_b", sum_b if first else db.sum(dim=0))
+            if self.shift:
+                self._accumulate("sum_b", sum_b if first else db.sum(dim=0))
             if "ab" in self.products:
                 self._accumulate("ab", matmul(da.T, db))
             if "bb" in self.products:
@@ -269,7 +272,7 @@ class CrossMoments:
         if block is None:
             return None, None
         if not self.shift:
-            return block.new_zeros(block.shape[1], dtype=torch.float64), block.sum(dim=0)
+            return block.new_zeros(block.shape[1], dtype=torch.float64), None
         mean = block.detach().mean(dim=0).to(torch.float64)
         shift = mean.float().double() if self.precision == "input" else mean
         if self.track_grad:
@@ -286,8 +289,10 @@ class CrossMoments:
             raise ValueError("other: cannot merge paired and unpaired statistics")
         if self._kept() != other._kept():
             raise ValueError(f"other: holds products {other._kept()}, this accumulator {self._kept()}")
+        if other.shift != self.shift:
+            raise ValueError("other: cannot merge statistics about the mean with raw ones about zero (shift=False)")
         merged = self.copy()
-        moved = other._reshifted(self.shift_a, self.shift_b)
+        moved = other._reshifted(self.shift_a, self.shift_b) if self.shift else other  # raw: both about zero
         merged.count += moved.count
         for field in _SUMS:
             mine = getattr(merged, field)
@@ -347,48 +352,56 @@ class CrossMoments:
         return out
 
     # --- results -------------------------------------------------------------------------------------------
-    def _require(self, minimum: int = 1, product: str | None = None) -> None:
+    def _require(self, minimum: int = 1, product: str | None = None, *, sums: bool = False) -> None:
         if self.count < minimum:
             raise ValueError(f"needs at least {minimum} samples, got {self.count}")
         if product is not None and getattr(self, product) is None:
             raise ValueError(f"{product}: not accumulated (this accumulator keeps products {self._kept()})")
+        if sums and not self.shift:
+            raise ValueError("means and centred statistics: not kept by raw statistics about zero (shift=False)")
 
     @property
     def mean_a(self) -> torch.Tensor:
-        self._require()
+        self._require(sums=True)
         return self.shift_a + self.sum_a / self.count
 
     @property
     def mean_b(self) -> torch.Tensor:
-        self._require()
+        self._require(sums=True)
         return self.shift_b + self.sum_b / self.count
 
     def centered_aa(self) -> torch.Tensor:
         """``sum_i (a_i - mean_a)(a_i - mean_a)^T`` (scatter matrix, not divided by n)."""
-        self._require(product="aa")
+        self._require(product="aa", sums=True)
         return torch.addr(self.aa, self.sum_a, self.sum_a, alpha=-1.0 / self.count)
 
     def centered_ab(self) -> torch.Tensor:
-        self._require(product="ab")
+        self._require(product="ab", sums=True)
         return torch.addr(self.ab, self.sum_a, self.sum_b, alpha=-1.0 / self.count)
 
     def centered_bb(self) -> torch.Tensor:
-        self._require(product="bb")
+        self._require(product="bb", sums=True)
         return torch.addr(self.bb, self.sum_b, self.sum_b, alpha=-1.0 / self.count)
 
     def raw_aa(self) -> torch.Tensor:
         """``sum_i a_i a_i^T`` (about zero, uncentred)."""
         self._require(product="aa")
+        if not self.shift:
+            return self.aa
         s = self.shift_a
         return self.aa + torch.outer(self.sum_a, s) + torch.outer(s, self.sum_a) + self.count * torch.outer(s, s)
 
     def raw_ab(self) -> torch.Tensor:
         self._require(product="ab")
+        if not self.shift:
+            return self.ab
         sa, sb = self.shift_a, self.shift_b
         return self.ab + torch.outer(self.sum_a, sb) + torch.outer(sa, self.sum_b) + self.count * torch.outer(sa, sb)
 
     def raw_bb(self) -> torch.Tensor:
         self._require(product="bb")
+        if not self.shift:
+            return self.bb
         s = self.shift_b
         return self.bb + torch.outer(self.sum_b, s) + torch.outer(s, self.sum_b) + self.count * torch.outer(s, s)
 
@@ -402,20 +415,24 @@ class CrossMoments:
 
     def centered_aa_diag(self) -> torch.Tensor:
         """``sum_i (a_i - mean_a)^2`` per feature: the diagonal of ``centered_aa()`` (needs ``aa`` or ``aa_diag``)."""
-        self._require()
+        self._require(sums=True)
         return self._squares("a") - self.sum_a**2 / self.count
 
     def centered_bb_diag(self) -> torch.Tensor:
-        self._require()
+        self._require(sums=True)
         return self._squares("b") - self.sum_b**2 / self.count
 
     def raw_aa_diag(self) -> torch.Tensor:
         """``sum_i a_i^2`` per feature (about zero)."""
         self._require()
+        if not self.shift:
+            return self._squares("a")
         return self._squares("a") + 2 * self.sum_a * self.shift_a + self.count * self.shift_a**2
 
     def raw_bb_diag(self) -> torch.Tensor:
         self._require()
+        if not self.shift:
+            return self._squares("b")
         return self._squares("b") + 2 * self.sum_b * self.shift_b + self.count * self.shift_b**2
 
     def state_dict(self) -> dict[str, torch.Tensor]:
@@ -432,6 +449,7 @@ class CrossMoments:
         """Restore a ``state_dict``; ``options`` are the constructor's (``precision``, ``track_grad``; ``products``
         defaults to the products present in ``state``)."""
         options.setdefault("products", tuple(p for p in PRODUCTS if p in state) or SECOND_MOMENTS)
+        options.setdefault("shift", "sum_a" in state or int(state["count"]) == 0)  # raw statistics keep no sums
         out = cls(**options)
         out.count = int(state["count"])
         for field in _FIELDS:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from latentstitch._backend import matmul
+from latentstitch._backend import matmul, row_norms
 from latentstitch._moments import CrossMoments, MagnitudeError, rescaled_for_moments
 from latentstitch._validation import ArrayLike, check_choice, check_finite, check_positive_int
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, needs_grad, prepare_pair
@@ -43,7 +43,7 @@ class _RowNormSums:
     def add(self, d: torch.Tensor, e: torch.Tensor) -> None:
         """Add a block of shifted rows ``d = a - shift_a``, ``e = b - shift_b`` (as yielded by
         ``CrossMoments.blocks``)."""
-        norms = torch.stack([torch.linalg.vector_norm(d, dim=1) ** 2, torch.linalg.vector_norm(e, dim=1) ** 2])
+        norms = torch.stack([row_norms(d, squared=True), row_norms(e, squared=True)])
         (q, r), (qa, ra), (qb, rb) = norms.to(torch.float64), matmul(norms, d), matmul(norms, e)  # one pass each
         block = {"qq": q @ q, "qr": q @ r, "rr": r @ r, "qa": qa, "qb": qb, "ra": ra, "rb": rb}
         block.update({k: block[k].to(torch.float64) for k in ("qa", "qb", "ra", "rb")})
