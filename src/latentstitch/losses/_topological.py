@@ -140,8 +140,9 @@ def _tree_edge_lengths(points: torch.Tensor, groups: list[torch.Tensor]) -> list
             # makes the matrix exactly symmetric, so both ends of an edge see the same weight.
             distances = torch.cdist(clouds, clouds, compute_mode="donot_use_mm_for_euclid_dist")
             i, j = minimum_spanning_trees(torch.minimum(distances, distances.mT))
-            for position, k in enumerate(members):
-                ends_a[k], ends_b[k] = rows[position, i[position]], rows[position, j[position]]
+            rows_i, rows_j = rows.gather(1, i), rows.gather(1, j)
+            for position, k in enumerate(members):  # views: no work per group
+                ends_a[k], ends_b[k] = rows_i[position], rows_j[position]
     a, b = torch.cat(ends_a), torch.cat(ends_b)
     # index_select: its backward adds rows (index_add), cheaper than advanced indexing's accumulate on the CPU.
     difference = points.index_select(0, a) - points.index_select(0, b)
