@@ -130,13 +130,15 @@ class _Chunks:
 
     def fast(self, start: int, stop: int, into: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """The chunk's output and a 0-d device flag: true when the fast arithmetic was valid for every row (the
-        similarity's own flags, e.g. cosine's norm range, or else a finite output). Never waits for the device."""
+        similarity's own flags, e.g. cosine's norm range, which NaN and inf fail; or else finite input and output:
+        some kernels drop NaN, e.g. the maximum in ``linf``). Never waits for the device."""
+        rows = self._rows(start, stop)
         with collect_flags() as flags:
             if into is None:
-                result = self.spec.function(self._rows(start, stop), self.prepared, **self.options)
+                result = self.spec.function(rows, self.prepared, **self.options)
             else:
-                result = self.spec.function(self._rows(start, stop), self.prepared, out=into, **self.options)
-        ok = torch.stack(flags).all() if flags else finite_flag(result)
+                result = self.spec.function(rows, self.prepared, out=into, **self.options)
+        ok = torch.stack(flags).all() if flags else finite_flag(rows) & finite_flag(result)
         return self._finish(result), ok
 
     def careful(self, start: int, stop: int) -> torch.Tensor:
