@@ -92,7 +92,10 @@ def moments_of_rows(
     """``CrossMoments`` of paired activations whose layout is checked, a few samples at a time. NaN/inf are not
     looked for here: they make the statistics non-finite (``checked_moments``)."""
     moments = CrossMoments(products=products, precision=precision, shift=shift)
-    for rows_a, rows_b in row_chunks(a, b):
+    # Data multiplied in their own precision need no converted copy: (N, D) arrays go whole (CrossMoments works
+    # through them in blocks). Converted ones go a chunk at a time, so the copy stays small whatever N.
+    converted = precision == "float64" and (a.dtype != torch.float64 or b.dtype != torch.float64)
+    for rows_a, rows_b in row_chunks(a, b, whole=not converted):
         moments.update(rows_a, rows_b, finite_checked=True)
     return moments
 
@@ -130,11 +133,13 @@ def _apply_map(block: Any, estimator: _AffineMap) -> Any:
     return estimator.transform(block)
 
 
-def row_chunks(a: torch.Tensor, b: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Paired (rows, features) chunks of two activation arrays, a few samples at a time. (N, D) arrays come whole
-    (views; ``CrossMoments`` works through them in blocks); other layouts are converted a chunk at a time, sized
-    for the cache on the CPU and for the free memory on a GPU (``_backend.chunk_rows``)."""
-    if a.ndim == 2 and b.ndim == 2:
+def row_chunks(
+    a: torch.Tensor, b: torch.Tensor, *, whole: bool = False
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Paired (rows, features) chunks of two activation arrays, a few samples at a time: sized for the cache on the
+    CPU and for the free memory on a GPU (``_backend.chunk_rows``). With ``whole``, (N, D) arrays come whole (views,
+    for a consumer that works through them in blocks itself)."""
+    if whole and a.ndim == 2 and b.ndim == 2:
         yield a, b
         return
     per_sample = max(a[:1].numel(), b[:1].numel(), 1)
