@@ -130,7 +130,7 @@ def check_finite(t: torch.Tensor, name: str, *, row_offset: int = 0, checks: Def
     # Deferred: find the first bad row on the device now (an exact pass, cheap there), keeping only that index, so
     # that the data need not stay alive until the checks are resolved.
     rows_ok = torch.isfinite(t.reshape(t.shape[0], -1)).all(dim=1) if t.ndim > 0 else torch.isfinite(t)[None]
-    first = (~rows_ok).to(torch.int8).argmax()
+    first = (~rows_ok).int().argmax()
     ok = rows_ok.all()
 
     def report() -> None:

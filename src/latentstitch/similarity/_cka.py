@@ -310,8 +310,11 @@ def cka(
     estimator U-centres them. Similarity in [0, 1] (debiased: [-1, 1]); symmetric. Linear CKA is invariant to
     orthogonal maps, isotropic scaling and translation of either representation, but not to general invertible
     linear maps or per-axis scaling. RBF CKA (median bandwidth) has the same invariances. Accumulation is in
-    float64; float32 products are taken in float32 within blocks of rows. A constant representation raises
-    ``ZeroVarianceError``.
+    float64; float32 products are taken in float32 within blocks of rows (bfloat16/float16 data are promoted to
+    float32 for them). A constant representation raises ``ZeroVarianceError``. Magnitudes: data whose squares would
+    overflow or underflow (1e20 or 1e-30 in float32, 1e200 or 1e-200 in float64) give the same index as at unit
+    scale (float64 products, or a power-of-two rescaling, which the index is invariant to), not a false "zero
+    variance" or an overflow.
     """
     check_choice(kernel, "kernel", KERNELS)
     check_choice(method, "method", ("auto", "features", "gram"))

@@ -133,9 +133,7 @@ def _apply_map(block: Any, estimator: _AffineMap) -> Any:
     return estimator.transform(block)
 
 
-def row_chunks(
-    a: torch.Tensor, b: torch.Tensor, *, whole: bool = False
-) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+def row_chunks(a: torch.Tensor, b: torch.Tensor, *, whole: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Paired (rows, features) chunks of two activation arrays, a few samples at a time: sized for the cache on the
     CPU and for the free memory on a GPU (``_backend.chunk_rows``). With ``whole``, (N, D) arrays come whole (views,
     for a consumer that works through them in blocks itself)."""
