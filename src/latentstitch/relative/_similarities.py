@@ -138,14 +138,15 @@ def _norm_flag(norms: torch.Tensor, width: int, eps: float | None) -> torch.Tens
     return (below & (norms > low)).all()
 
 
-def _inverse_norms(t: torch.Tensor, eps: float | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fast path: ``1 / max(|t_i|, eps)`` as an (n, 1) column in float32 (float64 for float64 data), and the
-    0-d validity flag of ``_norm_flag``. Half-precision rows are summed in float32."""
+def _fast_norms(t: torch.Tensor, eps: float | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fast path: ``max(|t_i|, eps)`` as an (n, 1) column in float32 (float64 for float64 data), and the 0-d
+    validity flag of ``_norm_flag``. Half-precision rows are summed in float32. Callers divide by the norms (one
+    rounding, where multiplying by reciprocals would make two)."""
     norms = row_norms(t)
     flag = _norm_flag(norms, t.shape[1], eps)
     if eps is not None:
         norms = norms.clamp_min(eps)
-    return norms.reciprocal().unsqueeze(1), flag
+    return norms.unsqueeze(1), flag
 
 
 def unit_rows(t: torch.Tensor, name: str, eps: float | None = None) -> torch.Tensor:
@@ -156,9 +157,9 @@ def unit_rows(t: torch.Tensor, name: str, eps: float | None = None) -> torch.Ten
     """
     if t.shape[0] == 0:
         return t
-    inverse, flag = _inverse_norms(t, eps)
+    norms, flag = _fast_norms(t, eps)
     if bool(flag):
-        return (t * inverse).to(t.dtype)
+        return (t / norms).to(t.dtype)
     scaled, norms, scales = rescaled_row_norms(t)
     if eps is None:
         _raise_on_zero(norms, name)
@@ -176,9 +177,9 @@ def _row_norms(t: torch.Tensor, name: str, eps: float | None) -> torch.Tensor:
             t * scales, dim=1, keepdim=True, dtype=torch.promote_types(t.dtype, torch.float32)
         )
         return (norms / scales).clamp_min(eps).to(t.dtype)
-    inverse, flag = _inverse_norms(t, eps)
+    norms, flag = _fast_norms(t, eps)
     if t.shape[0] == 0 or bool(flag):
-        return inverse.reciprocal().to(t.dtype)
+        return norms.to(t.dtype)
     _, norms, scales = rescaled_row_norms(t)
     if eps is None:
         _raise_on_zero(norms, name)
@@ -217,20 +218,20 @@ def cosine(
     float32; float16 rows are normalised in float32 before the product, so that no intermediate exceeds float16's
     range.
     """
-    inverse, flag = _inverse_norms(x, eps)
+    norms, flag = _fast_norms(x, eps)
     if not report_flag(flag) and not bool(flag):
         # Some norm is outside the range plain arithmetic is exact in, or zero: the careful path.
         return _clamped(matmul(unit_rows(x, "x", eps), anchors.T, out=out))
     if x.dtype == torch.float16:
         # Normalise first, in float32: products of raw float16 rows can exceed 65504.
-        return _clamped(matmul((x * inverse).to(x.dtype), anchors.T, out=out))
+        return _clamped(matmul((x / norms).to(x.dtype), anchors.T, out=out))
     if x.dtype == torch.bfloat16 or anchors.shape[0] <= x.shape[1]:
         # Divide the (n, m) output rather than the (n, d) input: no normalised copy of x, and for bfloat16 a
         # single rounding of the float32 accumulation, then one of the division.
         out = matmul(x, anchors.T, out=out)
-        out = out * inverse if out.requires_grad else out.mul_(inverse)
+        out = out / norms if out.requires_grad else out.div_(norms)
         return _clamped(out)
-    return _clamped(matmul(x * inverse, anchors.T, out=out))
+    return _clamped(matmul(x / norms, anchors.T, out=out))
 
 
 def _clamped(out: torch.Tensor) -> torch.Tensor:
