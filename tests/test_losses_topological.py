@@ -191,10 +191,22 @@ def test_loss_on_cuda_matches_cpu():
     n=st.integers(1, 70),
     grid=st.booleans(),
     seed=st.integers(0, 2**31 - 1),
+    accelerator_path=st.booleans(),
 )
-def test_batched_trees_span_each_cloud_with_minimum_weight(b, n, grid, seed, device):
+def test_batched_trees_span_each_cloud_with_minimum_weight(b, n, grid, seed, accelerator_path, device):
     """Boruvka's rounds against scipy's Kruskal: every tree has n - 1 edges joining all points without a cycle, and
-    the least total weight, also on integer grids full of equal distances and duplicate points (ties)."""
+    the least total weight, also on integer grids full of equal distances and duplicate points (ties). Both paths:
+    stopping once done (where reading a flag is free) and the fixed worst-case rounds of an accelerator."""
+    import latentstitch._validation as validation
+
+    validation.DEFER_ON_CPU, before = accelerator_path, validation.DEFER_ON_CPU
+    try:
+        _check_trees(b, n, grid, seed, device)
+    finally:
+        validation.DEFER_ON_CPU = before
+
+
+def _check_trees(b, n, grid, seed, device):
     rng = np.random.default_rng(seed)
     points = rng.integers(0, 3, size=(b, n, 2)).astype(float) if grid else rng.normal(size=(b, n, 3))
     distances = torch.cdist(*(torch.from_numpy(points),) * 2).to(device)

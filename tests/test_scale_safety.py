@@ -173,8 +173,10 @@ def test_stitching_fits_at_extreme_magnitudes(estimator, dtype, scale, device):
     torch.testing.assert_close(fitted.intercept_ / scale, unit.intercept_, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("accelerator_path", [False, True])
 @pytest.mark.parametrize(("dtype", "scale"), MAGNITUDES, ids=IDS)
-def test_death_times_scale_with_the_cloud(dtype, scale, device):
+def test_death_times_scale_with_the_cloud(dtype, scale, accelerator_path, device, monkeypatch):
+    monkeypatch.setattr("latentstitch._validation.DEFER_ON_CPU", accelerator_path)
     points = _scaled(np.random.default_rng(4).standard_normal((30, 5)), scale, dtype, device)
     got = death_times(points)
     expected = (death_times(_unit(points, scale)) * scale).to(dtype)
@@ -201,3 +203,21 @@ def test_host_synchronisations_do_not_grow_with_the_number_of_chunks(device):
         return len(caught)
 
     assert waits(64) == waits(2048)
+
+
+@pytest.mark.parametrize("accelerator_path", [False, True])
+@pytest.mark.parametrize(("dtype", "scale"), MAGNITUDES, ids=IDS)
+def test_l2_output_norm_at_extreme_magnitudes(dtype, scale, accelerator_path, device, monkeypatch):
+    """The l2 output normalisation of a layer (``r / max(|r|, 1e-12)``, no wait for an accelerator) is exact for
+    rows of any magnitude: here dot similarities of vectors scaled so that the outputs are ~scale (tiny rows are
+    divided by the clamp, huge ones by their norm, which squares would overflow)."""
+    monkeypatch.setattr("latentstitch._validation.DEFER_ON_CPU", accelerator_path)
+    from latentstitch import RelativeProjection
+
+    generator = torch.Generator().manual_seed(5)
+    x, anchors = torch.randn(6, 4, generator=generator, dtype=torch.float64), torch.randn(3, 4, generator=generator)
+    layer = RelativeProjection("dot", anchors=anchors.to(dtype), output_norm="l2").to(device)
+    got = layer((x * scale).to(dtype).to(device))
+    exact = ((x * scale).to(dtype).double() @ anchors.to(dtype).double().T) / scale  # at unit scale, float64
+    expected = exact * scale / (exact.norm(dim=1, keepdim=True) * scale).clamp_min(1e-12)
+    torch.testing.assert_close(got.double().cpu(), expected.to(dtype).double(), rtol=_rtol(dtype), atol=0.0)

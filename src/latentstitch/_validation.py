@@ -123,7 +123,7 @@ def check_finite(t: torch.Tensor, name: str, *, row_offset: int = 0, checks: Def
         bad = (~ok).reshape(t.shape[0], -1).any(dim=1).nonzero()[0, 0].item() if t.ndim > 0 else 0
         raise NonFiniteError(name, bad + row_offset)
 
-    if checks is None or (t.device.type == "cpu" and not DEFER_ON_CPU):
+    if checks is None or reading_is_free(t.device):
         if not bool(finite_flag(t)):
             locate()
         return
@@ -141,8 +141,14 @@ def check_finite(t: torch.Tensor, name: str, *, row_offset: int = 0, checks: Def
 
 # --- checks that do not stall the device -----------------------------------------------------------------------
 
-# Tests set this to run the deferred path on the CPU, where checks are otherwise read at once.
+# Tests set this to run the accelerator paths on the CPU: checks deferred, no loop stopped early by reading a flag.
 DEFER_ON_CPU = False
+
+
+def reading_is_free(device: torch.device) -> bool:
+    """Whether reading a tensor of ``device`` on the host costs nothing (the CPU): code may then check flags and stop
+    loops early. On an accelerator a read waits for every queued kernel, so such code takes its no-wait path."""
+    return device.type == "cpu" and not DEFER_ON_CPU
 
 
 class DeferredChecks:
@@ -160,7 +166,7 @@ class DeferredChecks:
         self._pending: list[tuple[torch.Tensor, Callable[[], None]]] = []
 
     def add(self, ok: torch.Tensor, on_failure: Callable[[], None]) -> None:
-        if ok.device.type == "cpu" and not DEFER_ON_CPU:
+        if reading_is_free(ok.device):
             if not bool(ok):
                 on_failure()
             return

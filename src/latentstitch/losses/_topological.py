@@ -21,7 +21,14 @@ import math
 import torch
 from torch import nn
 
-from latentstitch._validation import ArrayLike, as_float_tensor, check_same_rows, power_of_two_scale, wrap_like
+from latentstitch._validation import (
+    ArrayLike,
+    as_float_tensor,
+    check_same_rows,
+    power_of_two_scale,
+    reading_is_free,
+    wrap_like,
+)
 
 
 def death_times(points: ArrayLike) -> ArrayLike:
@@ -162,7 +169,7 @@ def _range_scale(t: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor | None:
     if t.numel() == 0:
         return None
     magnitude = t.detach().abs().amax(dim=dims)
-    if t.device.type == "cpu":
+    if reading_is_free(t.device):
         low, high = torch.aminmax(magnitude)
         if float(low) > 2.0**-40 and float(high) < 2.0**40:
             return None
@@ -200,7 +207,7 @@ def minimum_spanning_trees(distances: torch.Tensor) -> tuple[torch.Tensor, torch
     rounds = math.ceil(math.log2(n))
     # On the CPU reading a tensor costs nothing, so the loops stop as soon as they are done; on a GPU they run their
     # worst-case count rather than wait for the device.
-    stop_early = device.type == "cpu"
+    stop_early = reading_is_free(device)
     for _ in range(rounds):
         outside = distances.masked_fill(component[:, :, None] == component[:, None, :], torch.inf)
         weight, partner = outside.min(dim=2)  # each point's lightest edge leaving its component

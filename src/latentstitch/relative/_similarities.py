@@ -26,6 +26,7 @@ from latentstitch._backend import matmul, row_norms
 from latentstitch._validation import (
     RowError,
     power_of_two_scale,
+    reading_is_free,
     report_flag,
     rescaled_row_norms,
     safe_norm_range,
@@ -171,7 +172,7 @@ def _row_norms(t: torch.Tensor, name: str, eps: float | None) -> torch.Tensor:
     """``|t_i|`` as an (n, 1) column (clamped to ``eps`` when given; a zero row raises ``ZeroNormError`` otherwise),
     exact at any magnitude the result can represent. With ``eps`` on an accelerator nothing waits for the device:
     every row is scaled by a power of two before squaring (a few more elementwise passes instead of a sync)."""
-    if eps is not None and t.device.type != "cpu" and t.shape[0]:
+    if eps is not None and not reading_is_free(t.device) and t.shape[0]:
         scales = power_of_two_scale(t.detach().abs().amax(dim=1, keepdim=True))
         norms = torch.linalg.vector_norm(
             t * scales, dim=1, keepdim=True, dtype=torch.promote_types(t.dtype, torch.float32)
