@@ -96,7 +96,13 @@ def relative_projection(
     prepared = spec.prepare(at, **similarity_kwargs)
 
     n, (m, d) = xt.shape[0], at.shape
-    rows = chunk_size or chunk_rows(xt.device, 2 * (d + m) * xt.element_size(), max(1, _CHUNK_ELEMENTS // max(d, m)))
+
+    def chunk() -> int:  # temporaries per row: a normalised or converted input row and an output row, twice over
+        return chunk_size or chunk_rows(
+            xt.device, 2 * (d + m) * xt.element_size(), max(1, _CHUNK_ELEMENTS // max(d, m))
+        )
+
+    rows = chunk()
     needs_grad = torch.is_grad_enabled() and (xt.requires_grad or at.requires_grad)
     chunks = _Chunks(spec, xt, prepared, shift, similarity_kwargs)
 
@@ -104,6 +110,7 @@ def relative_projection(
         result, ok = chunks.fast(0, n)
         return wrap_like(result if bool(ok) else chunks.careful(0, n), x)
     out = torch.empty((n, m), dtype=xt.dtype, device=xt.device)
+    rows = chunk()  # on a GPU, what the output leaves of the free memory
     checks = DeferredChecks()  # one host synchronisation for all chunks, at the end
     with torch.no_grad():
         for start in range(0, n, rows):
