@@ -179,8 +179,7 @@ class _Chunks:
             )
         return result
 
-    @staticmethod
-    def _finish(result: torch.Tensor) -> torch.Tensor:
+    def _finish(self, result: torch.Tensor) -> torch.Tensor:
         """The one post-processing point every chunk's output goes through, fast or repaired (e.g. a
-        sparsification of each row)."""
+        sparsification of each row, with options kept on this object)."""
         return result
