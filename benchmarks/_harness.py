@@ -1,8 +1,11 @@
 """Shared measuring tools for the benchmarks: thread control, medians of repeated runs, peak memory.
 
 Every benchmark measures its baseline in the same run and prints ratios, so numbers from different machines are
-comparable only as ratios. Peak memory is measured in a fresh subprocess per method: the growth of the process's
-maximum resident set size while the method runs, over the level after its inputs were built.
+comparable only as ratios. On a shared machine, load comes and goes: ``interleaved_times`` calls the methods in turn,
+round after round, so that a burst of load hits them alike, and ``median_ratio`` takes the median of the per-round
+ratios, which stays steady where absolute times do not. Peak memory is measured in a fresh subprocess per method:
+the growth of the process's maximum resident set size while the method runs, over the level after its inputs were
+built.
 """
 
 from __future__ import annotations
@@ -33,6 +36,29 @@ def median_time(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def interleaved_times(
+    fns: dict[str, Callable[[], Any]], repeats: int, warmup: int = 1, clock: Callable[[], float] = time.perf_counter
+) -> dict[str, list[float]]:
+    """Times of every function over ``repeats`` rounds, each round calling every function once in turn, after
+    ``warmup`` untimed rounds. ``clock``: ``time.perf_counter`` (wall) or ``time.process_time`` (CPU time of this
+    process, steadier on a shared machine when everything runs on one thread)."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = clock()
+            fn()
+            times[name].append(clock() - start)
+    return times
+
+
+def median_ratio(times: dict[str, list[float]], name: str, baseline: str) -> float:
+    """The median over rounds of ``name``'s time over ``baseline``'s time in the same round."""
+    return statistics.median(t / b for t, b in zip(times[name], times[baseline], strict=True))
 
 
 def peak_memory_mib(module: str, setup: str, method: str, threads: int, **kwargs: Any) -> float:

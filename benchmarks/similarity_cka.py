@@ -19,6 +19,8 @@ Targets (issue 4): ours / floor <= 1.1 at every N for linear and debiased; strea
 
 from __future__ import annotations
 
+import statistics
+
 import numpy as np
 
 from latentstitch import similarity
@@ -117,13 +119,14 @@ def stream_debiased(spec: dict[str, int]) -> float:
 
 
 def _row(variant: str, n: int, d: int, args) -> list:
-    from benchmarks._harness import median_time, peak_memory_mib
+    from benchmarks._harness import interleaved_times, median_ratio, median_time, peak_memory_mib
 
     floor, ours, gram = (globals()[f"{kind}_{variant}"] for kind in ("numpy_floor", "latentstitch", "gram"))
     inputs = setup(n, d)
     error = abs(ours(inputs) - floor(inputs))
     memory = {f: peak_memory_mib(__name__, "setup", f.__name__, args.threads, n=n, d=d) for f in (floor, ours)}
-    times = {f: median_time(lambda f=f: f(inputs), args.repeats) for f in (floor, ours)}
+    rounds = interleaved_times({"floor": lambda: floor(inputs), "ours": lambda: ours(inputs)}, args.repeats)
+    times = {floor: statistics.median(rounds["floor"]), ours: statistics.median(rounds["ours"])}
     gram_gib = 2 * n * n * 4 / 2**30
     if gram_gib <= GRAM_LIMIT_GIB:
         small = n <= 5_000
@@ -137,7 +140,7 @@ def _row(variant: str, n: int, d: int, args) -> list:
         times[floor],
         memory[floor],
         times[ours],
-        times[ours] / times[floor],
+        median_ratio(rounds, "ours", "floor"),
         memory[ours],
         *gram_cells,
         f"{error:.1e}",
@@ -151,8 +154,8 @@ def run(args) -> None:
     header = ["N", "floor s", "floor MiB", "ours s", "ours / floor", "ours MiB", "gram s", "gram / floor", "gram MiB"]
     for variant in ("linear", "debiased"):
         print_table(
-            f"{variant} CKA, float32, d={d} vs {d}; median of {args.repeats} (Gram above 5k: one run); "
-            "MiB = peak memory added by the method",
+            f"{variant} CKA, float32, d={d} vs {d}; medians of {args.repeats} interleaved rounds of floor and ours "
+            "(ours / floor: median of the per-round ratios; Gram above 5k: one run); MiB = peak memory added",
             [*header, "|ours - floor|"],
             [_row(variant, n, d, args) for n in sizes],
         )

@@ -7,8 +7,9 @@ directions at large N. Error: relative Frobenius error of the fitted map against
 independently (float64 normal equations accumulated with numpy; the data's condition number is printed, so the
 reference's own error, about cond^2 * 1e-16, can be read off).
 
-Times: wall-clock (the harness's measure) and CPU seconds of this process. Every method runs on one thread here, so
-on a quiet machine the two agree; on a shared one the CPU time is the steadier of the two.
+Times: wall-clock (the harness's measure) and CPU seconds of this process, the methods of a group called in turn
+round after round; ratios are medians of the per-round ratios. Every method runs on one thread here, so on a quiet
+machine the two agree; on a shared one the CPU time is the steadier of the two.
 
 Targets (issue 3): LeastSquares <= 0.35x lstsq's time, <= 1e-6 error, peak memory independent of N;
 Procrustes <= 1.0x scipy's time. Full size: ``python -m benchmarks stitching_fit --threads 1 --repeats 1``
@@ -73,17 +74,21 @@ def procrustes(inputs):
     return Procrustes().fit(*inputs).coef_
 
 
-def wall_and_cpu_seconds(fn, repeats: int, warmup: int) -> tuple[float, float]:
-    """Medians of wall-clock and process CPU time over ``repeats`` calls, after ``warmup`` calls."""
+def interleaved_wall_and_cpu(fns, repeats: int, warmup: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall-clock and process CPU times of every function over ``repeats`` interleaved rounds (each round calls
+    each function once, in turn), after ``warmup`` rounds: load on a shared machine then hits all methods alike."""
     for _ in range(warmup):
-        fn()
-    wall, cpu = [], []
+        for fn in fns.values():
+            fn()
+    wall: dict[str, list[float]] = {name: [] for name in fns}
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
-        start_wall, start_cpu = time.perf_counter(), time.process_time()
-        fn()
-        wall.append(time.perf_counter() - start_wall)
-        cpu.append(time.process_time() - start_cpu)
-    return statistics.median(wall), statistics.median(cpu)
+        for name, fn in fns.items():
+            start_wall, start_cpu = time.perf_counter(), time.process_time()
+            fn()
+            wall[name].append(time.perf_counter() - start_wall)
+            cpu[name].append(time.process_time() - start_cpu)
+    return wall, cpu
 
 
 def float64_references(a: np.ndarray, b: np.ndarray) -> dict[str, np.ndarray]:
@@ -114,7 +119,7 @@ def _condition(gram: np.ndarray) -> float:
 
 
 def run(args) -> None:
-    from benchmarks._harness import peak_memory_mib, print_table, set_threads
+    from benchmarks._harness import median_ratio, peak_memory_mib, print_table, set_threads
 
     # Pin again: scipy's own OpenBLAS is loaded by this module's import, after the runner pinned the others
     print(set_threads(args.threads))
@@ -129,34 +134,31 @@ def run(args) -> None:
     warmup = 1 if args.quick else 0
     rows = []
     for baseline, methods in groups:
-        results = {}
+        errors = {}
         for method in methods:
-            fitted = []
-            seconds, cpu = wall_and_cpu_seconds(
-                lambda m=method, out=fitted: out.append(m(inputs)), args.repeats, warmup
-            )
             reference = references[reference_of.get(method.__name__, "raw")]
-            error = float(np.linalg.norm(fitted[-1] - reference) / np.linalg.norm(reference))
-            del fitted
-            memory = peak_memory_mib(__name__, "setup", method.__name__, args.threads, n=n, d=d, q=q)
-            results[method.__name__] = (seconds, cpu, memory, error)
-        base_seconds, base_cpu, base_memory, _ = results[baseline]
-        for name, (seconds, cpu, memory, error) in results.items():
+            errors[method.__name__] = float(np.linalg.norm(method(inputs) - reference) / np.linalg.norm(reference))
+        wall, cpu = interleaved_wall_and_cpu({m.__name__: lambda m=m: m(inputs) for m in methods}, args.repeats, warmup)
+        memory = {
+            m.__name__: peak_memory_mib(__name__, "setup", m.__name__, args.threads, n=n, d=d, q=q) for m in methods
+        }
+        for name in wall:
             rows.append(
                 [
                     name,
-                    seconds,
-                    seconds / base_seconds,
-                    cpu,
-                    cpu / base_cpu,
-                    memory,
-                    memory / base_memory,
-                    f"{error:.1e}",
+                    statistics.median(wall[name]),
+                    median_ratio(wall, name, baseline),
+                    statistics.median(cpu[name]),
+                    median_ratio(cpu, name, baseline),
+                    memory[name],
+                    memory[name] / memory[baseline],
+                    f"{errors[name]:.1e}",
                 ]
             )
     small = peak_memory_mib(__name__, "setup", "least_squares", args.threads, n=n // 4, d=d, q=q)
     print_table(
-        f"Stitching fit, float32 N={n:,} {d} -> {q}; median of {args.repeats}; cond(A) = "
+        f"Stitching fit, float32 N={n:,} {d} -> {q}; medians of {args.repeats} interleaved rounds (ratios: median "
+        f"of the per-round ratios); cond(A) = "
         f"{references['condition']:.0f} ({references['centred_condition']:.0f} centred); ratios against "
         "numpy_lstsq (least squares) and scipy_procrustes",
         [

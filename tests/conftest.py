@@ -34,11 +34,23 @@ def pytest_configure(config):
         raise pytest.UsageError(f"--device {name}: this machine's torch sees no CUDA device")
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def device(request) -> torch.device:
     """The device of ``pytest --device`` (default cpu): tests that take this fixture put their tensors there, so
-    the math suite runs on a GPU with ``pytest --device cuda``."""
+    the math suite runs on a GPU with ``pytest --device cuda``. Session-scoped (a device is immutable), so that
+    hypothesis tests can take it."""
     return torch.device(request.config.getoption("--device"))
+
+
+@pytest.fixture(scope="session")
+def on(device):
+    """``on(*arrays)``: numpy arrays (or tensors) as tensors on the ``--device``; one array gives one tensor."""
+
+    def move(*arrays):
+        moved = tuple(torch.as_tensor(a).to(device) for a in arrays)
+        return moved[0] if len(moved) == 1 else moved
+
+    return move
 
 
 @pytest.fixture

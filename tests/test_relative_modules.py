@@ -1,4 +1,4 @@
-"""RelativeProjection and RobustRelativeProjection as layers."""
+"""RelativeProjection and RobustRelativeProjection as layers (on the ``--device``)."""
 
 import numpy as np
 import pytest
@@ -8,25 +8,25 @@ from torch import nn
 from latentstitch import RelativeProjection, RobustRelativeProjection, relative_projection
 
 
-def test_module_equals_the_function_and_holds_anchors_as_a_buffer():
-    x, anchors = torch.randn(10, 4), torch.randn(6, 4)
+def test_module_equals_the_function_and_holds_anchors_as_a_buffer(device):
+    x, anchors = torch.randn(10, 4, device=device), torch.randn(6, 4, device=device)
     layer = RelativeProjection(anchors=anchors)
     torch.testing.assert_close(layer(x), relative_projection(x, anchors))
     assert "anchors" in layer.state_dict()
-    restored = RelativeProjection(num_anchors=6)
+    restored = RelativeProjection(num_anchors=6).to(device)
     restored.load_state_dict(layer.state_dict())
     torch.testing.assert_close(restored(x), layer(x))
 
 
-def test_anchors_given_at_forward_take_precedence():
-    x, held, given = torch.randn(5, 3), torch.randn(4, 3), torch.randn(4, 3)
+def test_anchors_given_at_forward_take_precedence(device):
+    x, held, given = (torch.randn(n, 3, device=device) for n in (5, 4, 4))
     torch.testing.assert_close(RelativeProjection(anchors=held)(x, given), relative_projection(x, given))
 
 
 @pytest.mark.parametrize("norm", ["l2", "layernorm", "batchnorm"])
-def test_output_normalisations(norm):
-    x, anchors = torch.randn(16, 5), torch.randn(7, 5)
-    out = RelativeProjection(anchors=anchors, output_norm=norm)(x)
+def test_output_normalisations(norm, device):
+    x, anchors = torch.randn(16, 5, device=device), torch.randn(7, 5, device=device)
+    out = RelativeProjection(anchors=anchors, output_norm=norm).to(device)(x)
     r = relative_projection(x, anchors)
     if norm == "l2":
         torch.testing.assert_close(out, r / r.norm(dim=1, keepdim=True))
@@ -36,12 +36,12 @@ def test_output_normalisations(norm):
         torch.testing.assert_close(out, nn.functional.batch_norm(r, None, None, training=True))
 
 
-def test_gradients_reach_the_encoder():
-    encoder = nn.Linear(3, 4)
-    layer = RelativeProjection(output_norm="layernorm", num_anchors=5)
-    inputs = torch.randn(8, 3)
+def test_gradients_reach_the_encoder(device):
+    encoder = nn.Linear(3, 4).to(device)
+    layer = RelativeProjection(output_norm="layernorm", num_anchors=5).to(device)
+    inputs = torch.randn(8, 3, device=device)
     with torch.no_grad():  # anchors re-embedded without gradient, as in the official code
-        anchors = encoder(torch.randn(5, 3))
+        anchors = encoder(torch.randn(5, 3, device=device))
     layer(encoder(inputs), anchors).pow(2).sum().backward()
     assert encoder.weight.grad is not None and encoder.weight.grad.abs().sum() > 0
 
@@ -59,11 +59,11 @@ def test_errors():
         RelativeProjection("cos")
 
 
-def test_robust_projection_standardises_with_batch_statistics_like_batchnorm():
+def test_robust_projection_standardises_with_batch_statistics_like_batchnorm(device):
     g = torch.Generator().manual_seed(0)
-    x, anchors = torch.randn(32, 6, generator=g) * 3 + 2, torch.randn(9, 6, generator=g)
-    layer = RobustRelativeProjection(6, momentum=0.3)
-    reference = nn.BatchNorm1d(6, affine=False, momentum=0.3)
+    x, anchors = (torch.randn(32, 6, generator=g) * 3 + 2).to(device), torch.randn(9, 6, generator=g).to(device)
+    layer = RobustRelativeProjection(6, momentum=0.3).to(device)
+    reference = nn.BatchNorm1d(6, affine=False, momentum=0.3).to(device)
     out = layer(x, anchors)
     standardised = reference(x)
     mean, std = x.mean(0), (x.var(0, unbiased=False) + 1e-5).sqrt()
@@ -76,16 +76,16 @@ def test_robust_projection_standardises_with_batch_statistics_like_batchnorm():
     torch.testing.assert_close(layer.running_var, reference.running_var)
 
 
-def test_robust_projection_uses_running_statistics_in_eval_mode():
-    layer = RobustRelativeProjection(4, anchors=torch.randn(5, 4))
+def test_robust_projection_uses_running_statistics_in_eval_mode(device):
+    layer = RobustRelativeProjection(4, anchors=torch.randn(5, 4)).to(device)
     for _ in range(50):
-        layer(torch.randn(64, 4) * 2 + 1)
+        layer(torch.randn(64, 4, device=device) * 2 + 1)
     layer.eval()
-    x = torch.randn(1, 4)  # a single sample is fine in eval mode
+    x = torch.randn(1, 4, device=device)  # a single sample is fine in eval mode
     scale = torch.rsqrt(layer.running_var + layer.eps)
     expected = relative_projection((x - layer.running_mean) * scale, (layer.anchors - layer.running_mean) * scale)
     torch.testing.assert_close(layer(x), expected)
-    np.testing.assert_allclose(layer.running_mean.numpy(), 1.0, atol=0.15)
+    np.testing.assert_allclose(layer.running_mean.cpu().numpy(), 1.0, atol=0.15)
 
 
 def test_robust_projection_errors():

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from latentstitch import similarity as sim
 
@@ -93,11 +92,12 @@ def test_every_reference_value_is_checked():
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 @pytest.mark.parametrize(("case_name", "key"), CHECKS)
-def test_matches_reference(case_name, key, backend):
+def test_matches_reference(case_name, key, backend, on):
+    """numpy inputs, and torch tensors on the ``--device``."""
     case = FIXTURE["cases"][case_name]
     x, y = make_inputs(**case["inputs"])
     if backend == "torch":
-        x, y = torch.from_numpy(x), torch.from_numpy(y)
+        x, y = on(x, y)
     ours, convert = OURS[key]
     reference = case["values"][key]
     expected = convert(reference) if convert else reference

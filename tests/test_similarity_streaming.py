@@ -1,4 +1,5 @@
-"""Streaming indices equal their one-shot functions; accumulators merge and round-trip through tensors."""
+"""Streaming indices equal their one-shot functions; accumulators merge and round-trip through tensors. The chunks
+are tensors on the ``--device`` (and, with ``device=``, host chunks sent to it)."""
 
 from __future__ import annotations
 
@@ -38,23 +39,23 @@ CHUNKS = [0, 7, 40, 41, 150, 300]  # uneven, including a one-row chunk
 
 
 @pytest.mark.parametrize(("make", "one_shot"), STREAMS, ids=IDS)
-def test_stream_equals_one_shot(make, one_shot):
-    x, y = drifting_data()
+def test_stream_equals_one_shot(make, one_shot, on):
+    x, y = on(*drifting_data())
     stream = make()
     for start, stop in itertools.pairwise(CHUNKS):
         stream.update(x[start:stop], y[start:stop])
     assert stream.count == x.shape[0]
-    assert stream.compute() == pytest.approx(one_shot(x, y), abs=1e-10)
+    assert stream.compute() == pytest.approx(float(one_shot(x, y)), abs=1e-10)
 
 
 @pytest.mark.parametrize(("make", "one_shot"), STREAMS, ids=IDS)
-def test_merge_equals_one_shot(make, one_shot):
-    x, y = drifting_data(seed=1)
+def test_merge_equals_one_shot(make, one_shot, on):
+    x, y = on(*drifting_data(seed=1))
     left, right = make(), make()
     left.update(x[:110], y[:110])
     right.update(x[110:], y[110:])
-    assert left.merge(right).compute() == pytest.approx(one_shot(x, y), abs=1e-10)
-    assert right.merge(left).compute() == pytest.approx(one_shot(x, y), abs=1e-10)
+    assert left.merge(right).compute() == pytest.approx(float(one_shot(x, y)), abs=1e-10)
+    assert right.merge(left).compute() == pytest.approx(float(one_shot(x, y)), abs=1e-10)
     assert left.count == 110  # merge leaves its operands unchanged
 
 
@@ -67,12 +68,40 @@ def test_state_dict_round_trip_through_safetensors(make, one_shot):
     assert restored.compute() == pytest.approx(one_shot(x, y), abs=1e-10)
 
 
-def test_float32_stream_matches_float64_one_shot():
+def test_float32_stream_matches_float64_one_shot(on):
     x, y = drifting_data(n=2000, p=20, q=16)
     stream = sim.StreamingCKA(debiased=True)
     for start in range(0, 2000, 500):
-        stream.update(x[start : start + 500].astype(np.float32), y[start : start + 500].astype(np.float32))
+        stream.update(*on(x[start : start + 500].astype(np.float32), y[start : start + 500].astype(np.float32)))
     assert stream.compute() == pytest.approx(sim.cka(x, y, debiased=True), abs=1e-5)
+
+
+@pytest.mark.parametrize("debiased", [False, True])
+def test_host_chunks_sent_to_the_device_equal_one_shot(debiased, device):
+    """``device=``: host chunks (pinned where a GPU is the target) are copied to it on a side stream."""
+    x, y = drifting_data(n=900, p=12, q=9)
+    stream = sim.StreamingCKA(debiased=debiased, device=device)
+    for start in range(0, 900, 128):
+        cx, cy = torch.from_numpy(x[start : start + 128]), torch.from_numpy(y[start : start + 128])
+        if device.type == "cuda":
+            cx, cy = cx.pin_memory(), cy.pin_memory()
+        stream.update(cx, cy)
+    assert stream.stats.moments.aa.device.type == device.type
+    assert stream.compute() == pytest.approx(sim.cka(x, y, debiased=debiased), abs=1e-10)
+
+
+def test_a_bad_chunk_is_reported_with_its_row_of_the_stream(on, monkeypatch):
+    """On a GPU the NaN/inf check of each chunk is read when the result is asked for (forced here on any device):
+    the error still names the first bad row, counted over the whole stream."""
+    monkeypatch.setattr("latentstitch._validation.DEFER_ON_CPU", True)
+    x, y = drifting_data(n=120)
+    y[75, 2] = np.nan
+    x[101, 0] = np.inf
+    stream = sim.StreamingCKA()
+    for start in range(0, 120, 50):
+        stream.update(*on(x[start : start + 50], y[start : start + 50]))  # no error yet: nothing waits
+    with pytest.raises(ValueError, match=r"y: contains NaN or inf \(first at row 75\)"):
+        stream.compute()
 
 
 def test_row_norm_sums_move_exactly_to_a_new_shift():

@@ -12,17 +12,26 @@ processed in blocks of rows, so the memory used beyond the running sums is one b
 A consumer that needs only some of the second moments names them in ``products`` and skips the others' cost;
 ``precision="input"`` takes each block's products in float32 for float32 data (2-3x faster) and accumulates across
 blocks in float64.
+
+Magnitudes: squares of float32 values overflow float32 above ~1e19 and underflow below ~1e-19 (float64: 1e154,
+1e-154). The first block's largest magnitude is checked once per accumulator: float32 products of data outside
+[2^-40, 2^40] are taken in float64 instead (where any float32 value squares safely); float64 data outside
+[2^-480, 2^480] raise ``MagnitudeError`` naming the argument (there is no wider precision), which scale-invariant
+callers answer by rescaling the data by a power of two (``rescaled_for_moments``). Consumers of fourth-order
+statistics (debiased CKA) ask for ``max_order=4``: windows [2^-28, 2^28] and [2^-240, 2^240]. Statistics that
+overflow later (a chunk far larger than the first) make ``finite()`` false, and callers raise ``overflow_error``.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator
 
 import torch
 
 from latentstitch._backend import matmul
-from latentstitch._validation import ArrayLike, as_float_tensor, check_choice, check_same_rows
+from latentstitch._validation import ArrayLike, as_float_tensor, check_choice, check_same_rows, power_of_two_scale
 
 # Elements per block of rows (per side): 8 Mi values keep a block's temporaries at 32 MiB in float32, whatever the
 # number of rows, while each block product runs at full BLAS speed (benchmarks/similarity_cka.py: smaller blocks
@@ -33,6 +42,40 @@ SECOND_MOMENTS = ("aa", "ab", "bb")
 PRODUCTS = (*SECOND_MOMENTS, "aa_diag", "bb_diag")  # *_diag: per-feature sums of squares alone
 PRECISIONS = ("float64", "input")
 _SUMS = ("sum_a", "sum_b", "aa_diag", "bb_diag", "aa", "ab", "bb")
+# Largest magnitudes M (as powers of two) whose products up to the given order, summed over any realistic number of
+# rows, stay finite and far above underflow in the product precision: M^order * 2^40 < max, M^order > tiny / eps.
+# Order 4: debiased CKA's sums of squared row norms (taken in float64 from float32 norms: order 3 in float32).
+_WINDOW_EXPONENT = {(torch.float32, 2): 40, (torch.float32, 4): 28, (torch.float64, 2): 480, (torch.float64, 4): 240}
+
+
+class MagnitudeError(ValueError):
+    """Values too large or too small for their second moments to be computed in float64."""
+
+    def __init__(self, name: str, largest: float):
+        self.name, self.largest = name, largest
+        direction = "overflow" if largest > 1 else "underflow"
+        super().__init__(
+            f"{name}: values of magnitude {largest:.3g} make its float64 second moments {direction} (float64 squares "
+            f"magnitudes between about 1e-154 and 1e154); rescale {name} by a constant first, e.g. divide it by "
+            f"{largest:.1e} (the same constant for every chunk)"
+        )
+
+
+def overflow_error(names: tuple[str, str]) -> ValueError:
+    """The error for accumulated statistics that became NaN or inf from finite data."""
+    return ValueError(
+        f"{names[0]}, {names[1]}: the accumulated second moments overflowed: a later chunk holds values many orders "
+        "of magnitude larger than the first chunk's; rescale the data by a constant, or pass float64 chunks"
+    )
+
+
+def rescaled_for_moments(t: torch.Tensor) -> torch.Tensor:
+    """``t`` times the power of two that brings its largest magnitude into [0.5, 1) (exact): what a caller that is
+    invariant to isotropic scaling does with data ``MagnitudeError`` rejected."""
+    low, high = torch.aminmax(t.detach())
+    return t * power_of_two_scale(torch.maximum(-low, high))
+
+
 _FIELDS = ("shift_a", "shift_b", *_SUMS)
 
 
@@ -57,16 +100,36 @@ class CrossMoments:
     track_grad : bool
         Keep the autograd graph of the inputs, so that anything computed from the moments is differentiable with
         respect to them (used by differentiable similarity indices). Off by default: inputs are detached.
+    shift : bool
+        Accumulate about the first block's mean (default), so that centring later is exact. ``False`` accumulates
+        the raw products about zero and keeps no column sums, which saves a shifted copy and a pass over every
+        block: for consumers of the raw moments only (``raw_ab()``...); the means and centred statistics are then
+        unavailable.
+    names : (str, str)
+        The arguments' names used in error messages.
+    max_order : {2, 4}
+        The highest order of products of the data the consumer accumulates from the yielded blocks (``blocks``):
+        it narrows the range of magnitudes taken in the data's precision (see the module's notes).
     """
 
     def __init__(
-        self, *, products: tuple[str, ...] = SECOND_MOMENTS, precision: str = "float64", track_grad: bool = False
+        self,
+        *,
+        products: tuple[str, ...] = SECOND_MOMENTS,
+        precision: str = "float64",
+        track_grad: bool = False,
+        shift: bool = True,
+        names: tuple[str, str] = ("a", "b"),
+        max_order: int = 2,
     ) -> None:
         if isinstance(products, str):
             raise TypeError(f"products: expected a tuple of names from {PRODUCTS}, got the string {products!r}")
         self.products = tuple(check_choice(p, "products", PRODUCTS) for p in products)
         self.precision = check_choice(precision, "precision", PRECISIONS)
         self.track_grad = track_grad
+        self.shift = shift
+        self.names = names
+        self.max_order = check_choice(max_order, "max_order", (2, 4))
         self.count = 0
         self.shift_a: torch.Tensor | None = None
         self.shift_b: torch.Tensor | None = None
@@ -95,13 +158,14 @@ class CrossMoments:
         """``update`` block by block: after each block of rows is accumulated, yield its shifted rows
         ``(a - shift_a, b - shift_b)`` (in the product precision), for callers that need more statistics of the
         same rows (e.g. row norms) without a second pass."""
-        at = as_float_tensor(a, "a", ndim=2, finite=not finite_checked)
-        bt = None if b is None else as_float_tensor(b, "b", ndim=2, finite=not finite_checked)
+        name_a, name_b = self.names
+        at = as_float_tensor(a, name_a, ndim=2, finite=not finite_checked)
+        bt = None if b is None else as_float_tensor(b, name_b, ndim=2, finite=not finite_checked)
         if not self.track_grad:
             at = at.detach()
             bt = None if bt is None else bt.detach()
         if bt is not None:
-            check_same_rows(at, bt, "a", "b")
+            check_same_rows(at, bt, name_a, name_b)
         if self.count and (bt is not None) != self.paired:
             raise ValueError("b: give it in every update or in none")
         if at.shape[0] == 0:
@@ -130,17 +194,45 @@ class CrossMoments:
             return torch.float64
         return torch.float32
 
+    def _check_magnitude(self, a: torch.Tensor, b: torch.Tensor | None) -> None:
+        """Once per accumulator, on its first block: make sure squares of the data neither overflow nor underflow in
+        the product precision. Float32 products of out-of-range data become float64 ones; float64 data out of
+        range raise ``MagnitudeError``. One host synchronisation, skipped when float64 products hold any value of
+        narrower data."""
+        work = self.product_dtype(a.dtype)
+        if work == torch.float64 and a.dtype != torch.float64:
+            return
+        exponent = _WINDOW_EXPONENT[(work, self.max_order)]
+        low, high = 2.0**-exponent, 2.0**exponent
+        sides = [(a, self.names[0]), *([] if b is None else [(b, self.names[1])])]
+        extremes = torch.stack([v for t, _ in sides for v in torch.aminmax(t.detach())]).abs().to(torch.float64)
+        largest = extremes.reshape(-1, 2).amax(dim=1).tolist()
+        for (_, name), value in zip(sides, largest, strict=True):
+            if not math.isfinite(value) or value == 0 or low <= value <= high:
+                continue  # NaN/inf data: the statistics become non-finite and the caller names the row
+            if work != torch.float64:
+                self.precision = "float64"  # float32 data: float64 products square any value safely
+                return
+            raise MagnitudeError(name, value)
+
     def _add_block(self, a: torch.Tensor, b: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        a = a.to(self.product_dtype(a.dtype))
-        b = None if b is None else b.to(device=a.device, dtype=a.dtype)
         first = self.shift_a is None
         if first:
+            self._check_magnitude(a, b)
+        work = self.product_dtype(a.dtype)
+        # A converted block is a fresh copy: shift it in place rather than making another.
+        in_place = a.dtype != work and not self.track_grad
+        a = a.to(work)
+        b_in_place = b is not None and (b.dtype != work or b.device != a.device) and not self.track_grad
+        b = None if b is None else b.to(device=a.device, dtype=work)
+        if first:
             (self.shift_a, sum_a), (self.shift_b, sum_b) = self._shift(a), self._shift(b)
-        da = a - self.shift_a.to(a.dtype)
+        da = _shifted(a, self.shift_a, self.shift, in_place)
         self.count += a.shape[0]
         # Column sums of one block are taken in the product precision (they are small: the rows are shifted); the
         # first block's are known from its mean.
-        self._accumulate("sum_a", sum_a if first else da.sum(dim=0))
+        if self.shift:
+            self._accumulate("sum_a", sum_a if first else da.sum(dim=0))
         # a.T @ a of one buffer is a symmetric rank-k update (half the work) in numpy's BLAS, which _backend uses
         if "aa" in self.products:
             self._accumulate("aa", matmul(da.T, da))
@@ -148,8 +240,9 @@ class CrossMoments:
             self._accumulate("aa_diag", (da * da).sum(dim=0))
         db = None
         if b is not None:
-            db = b - self.shift_b.to(b.dtype)
-            self._accumulate("sum_b", sum_b if first else db.sum(dim=0))
+            db = _shifted(b, self.shift_b, self.shift, b_in_place)
+            if self.shift:
+                self._accumulate("sum_b", sum_b if first else db.sum(dim=0))
             if "ab" in self.products:
                 self._accumulate("ab", matmul(da.T, db))
             if "bb" in self.products:
@@ -178,6 +271,8 @@ class CrossMoments:
         """
         if block is None:
             return None, None
+        if not self.shift:
+            return block.new_zeros(block.shape[1], dtype=torch.float64), None
         mean = block.detach().mean(dim=0).to(torch.float64)
         shift = mean.float().double() if self.precision == "input" else mean
         if self.track_grad:
@@ -194,8 +289,10 @@ class CrossMoments:
             raise ValueError("other: cannot merge paired and unpaired statistics")
         if self._kept() != other._kept():
             raise ValueError(f"other: holds products {other._kept()}, this accumulator {self._kept()}")
+        if other.shift != self.shift:
+            raise ValueError("other: cannot merge statistics about the mean with raw ones about zero (shift=False)")
         merged = self.copy()
-        moved = other._reshifted(self.shift_a, self.shift_b)
+        moved = other._reshifted(self.shift_a, self.shift_b) if self.shift else other  # raw: both about zero
         merged.count += moved.count
         for field in _SUMS:
             mine = getattr(merged, field)
@@ -207,7 +304,22 @@ class CrossMoments:
         return tuple(f for f in PRODUCTS if getattr(self, f) is not None)
 
     def _options(self) -> dict[str, object]:
-        return {"products": self.products, "precision": self.precision, "track_grad": self.track_grad}
+        return {
+            "products": self.products,
+            "precision": self.precision,
+            "track_grad": self.track_grad,
+            "shift": self.shift,
+            "names": self.names,
+            "max_order": self.max_order,
+        }
+
+    def finite(self) -> torch.Tensor:
+        """A 0-d boolean tensor: whether every accumulated statistic is finite (reading it is one sync). False
+        after NaN/inf data that was not checked, or after values that overflowed the products."""
+        kept = [getattr(self, f) for f in _SUMS if getattr(self, f) is not None]
+        if not kept:
+            return torch.tensor(True)
+        return torch.stack([torch.isfinite(v).all() for v in kept]).all()
 
     def _reshifted(self, shift_a: torch.Tensor, shift_b: torch.Tensor | None) -> CrossMoments:
         # Moments about s' = s + delta from moments about s:
@@ -240,48 +352,56 @@ class CrossMoments:
         return out
 
     # --- results -------------------------------------------------------------------------------------------
-    def _require(self, minimum: int = 1, product: str | None = None) -> None:
+    def _require(self, minimum: int = 1, product: str | None = None, *, sums: bool = False) -> None:
         if self.count < minimum:
             raise ValueError(f"needs at least {minimum} samples, got {self.count}")
         if product is not None and getattr(self, product) is None:
             raise ValueError(f"{product}: not accumulated (this accumulator keeps products {self._kept()})")
+        if sums and not self.shift:
+            raise ValueError("means and centred statistics: not kept by raw statistics about zero (shift=False)")
 
     @property
     def mean_a(self) -> torch.Tensor:
-        self._require()
+        self._require(sums=True)
         return self.shift_a + self.sum_a / self.count
 
     @property
     def mean_b(self) -> torch.Tensor:
-        self._require()
+        self._require(sums=True)
         return self.shift_b + self.sum_b / self.count
 
     def centered_aa(self) -> torch.Tensor:
         """``sum_i (a_i - mean_a)(a_i - mean_a)^T`` (scatter matrix, not divided by n)."""
-        self._require(product="aa")
+        self._require(product="aa", sums=True)
         return torch.addr(self.aa, self.sum_a, self.sum_a, alpha=-1.0 / self.count)
 
     def centered_ab(self) -> torch.Tensor:
-        self._require(product="ab")
+        self._require(product="ab", sums=True)
         return torch.addr(self.ab, self.sum_a, self.sum_b, alpha=-1.0 / self.count)
 
     def centered_bb(self) -> torch.Tensor:
-        self._require(product="bb")
+        self._require(product="bb", sums=True)
         return torch.addr(self.bb, self.sum_b, self.sum_b, alpha=-1.0 / self.count)
 
     def raw_aa(self) -> torch.Tensor:
         """``sum_i a_i a_i^T`` (about zero, uncentred)."""
         self._require(product="aa")
+        if not self.shift:
+            return self.aa
         s = self.shift_a
         return self.aa + torch.outer(self.sum_a, s) + torch.outer(s, self.sum_a) + self.count * torch.outer(s, s)
 
     def raw_ab(self) -> torch.Tensor:
         self._require(product="ab")
+        if not self.shift:
+            return self.ab
         sa, sb = self.shift_a, self.shift_b
         return self.ab + torch.outer(self.sum_a, sb) + torch.outer(sa, self.sum_b) + self.count * torch.outer(sa, sb)
 
     def raw_bb(self) -> torch.Tensor:
         self._require(product="bb")
+        if not self.shift:
+            return self.bb
         s = self.shift_b
         return self.bb + torch.outer(self.sum_b, s) + torch.outer(s, self.sum_b) + self.count * torch.outer(s, s)
 
@@ -295,20 +415,24 @@ class CrossMoments:
 
     def centered_aa_diag(self) -> torch.Tensor:
         """``sum_i (a_i - mean_a)^2`` per feature: the diagonal of ``centered_aa()`` (needs ``aa`` or ``aa_diag``)."""
-        self._require()
+        self._require(sums=True)
         return self._squares("a") - self.sum_a**2 / self.count
 
     def centered_bb_diag(self) -> torch.Tensor:
-        self._require()
+        self._require(sums=True)
         return self._squares("b") - self.sum_b**2 / self.count
 
     def raw_aa_diag(self) -> torch.Tensor:
         """``sum_i a_i^2`` per feature (about zero)."""
         self._require()
+        if not self.shift:
+            return self._squares("a")
         return self._squares("a") + 2 * self.sum_a * self.shift_a + self.count * self.shift_a**2
 
     def raw_bb_diag(self) -> torch.Tensor:
         self._require()
+        if not self.shift:
+            return self._squares("b")
         return self._squares("b") + 2 * self.sum_b * self.shift_b + self.count * self.shift_b**2
 
     def state_dict(self) -> dict[str, torch.Tensor]:
@@ -325,12 +449,19 @@ class CrossMoments:
         """Restore a ``state_dict``; ``options`` are the constructor's (``precision``, ``track_grad``; ``products``
         defaults to the products present in ``state``)."""
         options.setdefault("products", tuple(p for p in PRODUCTS if p in state) or SECOND_MOMENTS)
+        options.setdefault("shift", "sum_a" in state or int(state["count"]) == 0)  # raw statistics keep no sums
         out = cls(**options)
         out.count = int(state["count"])
         for field in _FIELDS:
             value = state.get(field)
             setattr(out, field, None if value is None else value.clone())
         return out
+
+
+def _shifted(block: torch.Tensor, shift: torch.Tensor, enabled: bool, in_place: bool) -> torch.Tensor:
+    if not enabled:
+        return block
+    return block.sub_(shift.to(block.dtype)) if in_place else block - shift.to(block.dtype)
 
 
 def solve_least_squares(

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -82,17 +83,198 @@ def as_float_tensor(
     return t
 
 
-def check_finite(t: torch.Tensor, name: str, *, row_offset: int = 0) -> None:
-    """Raise a ValueError naming ``name`` and the first row holding NaN or inf."""
-    # Fast path: any NaN or inf makes the sum non-finite, and a sum is one vectorised pass (torch.isfinite on
-    # CPU is ~40x slower). A non-finite sum of finite values (overflow) falls through to the exact check.
-    if t.numel() == 0 or bool(torch.isfinite(t.sum())):
+class RowError(ValueError):
+    """An error about one row of an argument (``name``, ``row``).
+
+    Chunked code computes on a part of the input at a time; ``shifted(offset)`` re-creates the error for the row of
+    the whole input, so the message a user reads always counts rows of what they passed.
+    """
+
+    def __init__(self, name: str, row: int):
+        self.name, self.row = name, row
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        return f"{self.name}: row {self.row} is invalid"
+
+    def shifted(self, offset: int) -> RowError:
+        return type(self)(self.name, self.row + offset)
+
+
+class NonFiniteError(RowError):
+    """An argument holds NaN or inf."""
+
+    def describe(self) -> str:
+        return f"{self.name}: contains NaN or inf (first at row {self.row})"
+
+
+def _sum_dtype(t: torch.Tensor) -> torch.dtype:
+    # Half-precision sums overflow float16's range (65504) long before the data holds an inf.
+    return torch.float32 if t.dtype in (torch.float16, torch.bfloat16) else t.dtype
+
+
+def finite_flag(t: torch.Tensor) -> torch.Tensor:
+    """A 0-d boolean tensor on ``t``'s device: true when ``t`` holds no NaN or inf (reading it is the only sync).
+
+    Any NaN or inf makes the sum non-finite, and a sum is one vectorised pass (``torch.isfinite`` on the CPU is
+    ~40x slower). A sum of finite values can overflow: a false flag is a hint, confirmed by ``check_finite``.
+    """
+    return torch.isfinite(t.sum(dtype=_sum_dtype(t)))
+
+
+def check_finite(t: torch.Tensor, name: str, *, row_offset: int = 0, checks: DeferredChecks | None = None) -> None:
+    """Raise a ``NonFiniteError`` naming ``name`` and the first row holding NaN or inf.
+
+    With ``checks``, the test is queued on the device (``DeferredChecks.add``) and the error is raised when the
+    checks are resolved, still naming the first bad row; on the CPU it runs at once either way.
+    """
+    if t.numel() == 0:
         return
-    ok = torch.isfinite(t)
-    if bool(ok.all()):
+
+    def locate() -> None:
+        ok = torch.isfinite(t)
+        if bool(ok.all()):
+            return  # the sum overflowed; the values are finite
+        bad = (~ok).reshape(t.shape[0], -1).any(dim=1).nonzero()[0, 0].item() if t.ndim > 0 else 0
+        raise NonFiniteError(name, bad + row_offset)
+
+    if checks is None or reading_is_free(t.device):
+        if not bool(finite_flag(t)):
+            locate()
         return
-    bad = (~ok).reshape(t.shape[0], -1).any(dim=1).nonzero()[0, 0].item() if t.ndim > 0 else 0
-    raise ValueError(f"{name}: contains NaN or inf (first at row {bad + row_offset})")
+    # Deferred: find the first bad row on the device now (an exact pass, cheap there), keeping only that index, so
+    # that the data need not stay alive until the checks are resolved.
+    rows_ok = torch.isfinite(t.reshape(t.shape[0], -1)).all(dim=1) if t.ndim > 0 else torch.isfinite(t)[None]
+    first = (~rows_ok).int().argmax()
+    ok = rows_ok.all()
+
+    def report() -> None:
+        raise NonFiniteError(name, int(first) + row_offset)
+
+    checks.add(ok, report)
+
+
+# --- checks that do not stall the device -----------------------------------------------------------------------
+
+# Tests set this to run the accelerator paths on the CPU: checks deferred, no loop stopped early by reading a flag.
+DEFER_ON_CPU = False
+
+
+def reading_is_free(device: torch.device) -> bool:
+    """Whether reading a tensor of ``device`` on the host costs nothing (the CPU): code may then check flags and stop
+    loops early. On an accelerator a read waits for every queued kernel, so such code takes its no-wait path."""
+    return device.type == "cpu" and not DEFER_ON_CPU
+
+
+class DeferredChecks:
+    """Checks whose outcome is a device flag, read together with one host synchronisation.
+
+    Reading a GPU tensor on the host (``bool(flag)``, ``.item()``) waits for every queued kernel, so a check per
+    chunk of a computation serialises the host and the device (issue 21 measured 736 such waits in one projection).
+    ``add(ok, on_failure)`` queues a 0-d boolean tensor; ``resolve()`` reads all queued flags at once and, for each
+    false one in the order they were added, calls its ``on_failure``, which raises the precise error (naming the
+    first bad row) or repairs the result it guards. Flags on the CPU, where reading costs nothing, are read at once,
+    so CPU errors surface before any further work.
+    """
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[torch.Tensor, Callable[[], None]]] = []
+
+    def add(self, ok: torch.Tensor, on_failure: Callable[[], None]) -> None:
+        if reading_is_free(ok.device):
+            if not bool(ok):
+                on_failure()
+            return
+        self._pending.append((ok.reshape(()), on_failure))
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    def resolve(self) -> None:
+        """Read every queued flag (one synchronisation per device) and handle the failures in order."""
+        pending, self._pending = self._pending, []
+        if not pending:
+            return
+        device = pending[0][0].device
+        if bool(torch.stack([ok.to(device) for ok, _ in pending]).all()):
+            return
+        for ok, on_failure in pending:
+            if not bool(ok):
+                on_failure()
+
+
+_FLAGS: ContextVar[list[torch.Tensor] | None] = ContextVar("latentstitch_validity_flags", default=None)
+
+
+@contextmanager
+def collect_flags() -> Iterator[list[torch.Tensor]]:
+    """Within the block, ``report_flag`` hands its flags to the yielded list instead of asking for a check now.
+
+    A chunked computation uses it to learn, without waiting for the device, whether a function's fast path was
+    valid for a chunk (e.g. the cosine similarity's row norms were within the range its arithmetic is exact in);
+    the caller then checks the flags once and redoes only the failing chunks carefully.
+    """
+    flags: list[torch.Tensor] = []
+    token = _FLAGS.set(flags)
+    try:
+        yield flags
+    finally:
+        _FLAGS.reset(token)
+
+
+def report_flag(ok: torch.Tensor) -> bool:
+    """Give ``ok`` (0-d boolean: "the fast path was valid") to the enclosing ``collect_flags`` block. Returns
+    False when there is none: the caller then reads the flag itself and falls back to its careful path."""
+    flags = _FLAGS.get()
+    if flags is None:
+        return False
+    flags.append(ok.reshape(()))
+    return True
+
+
+@contextmanager
+def careful_mode() -> Iterator[None]:
+    """Inside, ``report_flag`` finds no collector: functions check themselves and take their careful paths."""
+    token = _FLAGS.set(None)
+    try:
+        yield
+    finally:
+        _FLAGS.reset(token)
+
+
+# --- scale-safe arithmetic ---------------------------------------------------------------------------------------
+
+
+def safe_norm_range(dtype: torch.dtype, width: int) -> tuple[float, float]:
+    """Row norms ``sqrt(sum x_i^2)`` computed plainly in ``dtype`` are exact to rounding inside ``(low, high)``.
+
+    Above ``high`` the sum of squares overflows; below ``low`` the squares that underflow (each under the
+    smallest normal number) can add up to more than one rounding unit of the sum, over ``width`` terms.
+    """
+    info = torch.finfo(dtype)
+    return math.sqrt(width * info.tiny / info.eps), math.sqrt(info.max) / 2
+
+
+def power_of_two_scale(magnitude: torch.Tensor) -> torch.Tensor:
+    """``2^-e`` with ``magnitude = m 2^e``, ``m`` in [0.5, 1): multiplying by it is exact and brings the largest
+    magnitude into [0.5, 1). Zero (or non-finite) magnitudes give 1. Elementwise, on the device (no sync)."""
+    _, exponent = torch.frexp(magnitude)
+    usable = torch.isfinite(magnitude) & (magnitude > 0)
+    return torch.where(usable, torch.ldexp(torch.ones_like(magnitude), -exponent), torch.ones_like(magnitude))
+
+
+def rescaled_row_norms(t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Row norms of a 2-D tensor whatever its magnitudes, as BLAS ``nrm2`` computes them: each row is first scaled
+    by the power of two that brings its largest entry into [0.5, 1), so no square overflows or underflows.
+
+    Returns ``(scaled_rows, scaled_norms, scales)``, float64 for float32 and narrower inputs, (n, d), (n, 1), (n, 1):
+    the row norm is ``scaled_norms / scales`` and the unit row ``scaled_rows / scaled_norms``. Zero rows have norm
+    0 (and scale 1). Differentiable; needs finite input.
+    """
+    work = t if t.dtype == torch.float64 else t.to(torch.float64)
+    scales = power_of_two_scale(work.detach().abs().amax(dim=1, keepdim=True))
+    scaled = work * scales
+    return scaled, torch.linalg.vector_norm(scaled, dim=1, keepdim=True), scales
 
 
 def check_same_width(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -> None:

@@ -97,8 +97,8 @@ def test_score_is_variance_weighted_r2_of_transform(estimator):
 
 
 @pytest.mark.parametrize("estimator", STREAMING, ids=_ids)
-def test_partial_fit_over_chunks_equals_fit(estimator):
-    a, b = make_pair(n=400)
+def test_partial_fit_over_chunks_equals_fit(estimator, on):
+    a, b = on(*make_pair(n=400))  # on the --device
     one_shot = clone(estimator).fit(a, b)
     streamed = clone(estimator)
     with warnings.catch_warnings():  # the 7-sample first chunk is rank-deficient on purpose
@@ -106,8 +106,8 @@ def test_partial_fit_over_chunks_equals_fit(estimator):
         for chunk in np.split(np.arange(400), [7, 100, 250]):
             assert streamed.partial_fit(a[chunk], b[chunk]) is streamed
     # closed form: float64 rounding; the Lasso: its solver tolerance (1e-12 of the target's sum of squares)
-    np.testing.assert_allclose(streamed.coef_, one_shot.coef_, rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(streamed.intercept_, one_shot.intercept_, rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(streamed.coef_, one_shot.coef_, rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(streamed.intercept_, one_shot.intercept_, rtol=1e-9, atol=1e-9)
     assert streamed.moments_.count == 400
 
 

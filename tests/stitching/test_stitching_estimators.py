@@ -42,14 +42,14 @@ def relative_error(x, reference):
 
 # --- LeastSquares ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("bias", [True, False])
-def test_least_squares_agrees_with_numpy_lstsq(bias):
+def test_least_squares_agrees_with_numpy_lstsq(bias, on):
     a = gaussian(500, 12, 0) * np.linspace(0.1, 10, 12) + 5.0
     b = np.tanh(a @ gaussian(12, 7, 1)) + gaussian(500, 7, 2)
     design = np.hstack([a, np.ones((500, 1))]) if bias else a
     solution = np.linalg.lstsq(design, b, rcond=None)[0]
-    fitted = LeastSquares(bias=bias).fit(a, b)
-    np.testing.assert_allclose(fitted.coef_, solution[:12], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(fitted.intercept_, solution[12] if bias else np.zeros(7), atol=1e-9)
+    fitted = LeastSquares(bias=bias).fit(*on(a, b))
+    np.testing.assert_allclose(fitted.coef_.cpu().numpy(), solution[:12], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fitted.intercept_.cpu().numpy(), solution[12] if bias else np.zeros(7), atol=1e-9)
     assert fitted.rank_ == 12
 
 
@@ -72,16 +72,17 @@ def test_ridge_agrees_with_scikit_learn_ridge():
     np.testing.assert_allclose(fitted.intercept_, reference.intercept_, rtol=1e-9)
 
 
-def test_least_squares_streams_float32_chunks_exactly():
+def test_least_squares_streams_float32_chunks_exactly(on):
     a = gaussian(3000, 16, 0).astype(np.float32)
     b = (a @ gaussian(16, 5, 1) + gaussian(3000, 5, 2)).astype(np.float32)
-    one_shot = LeastSquares().fit(a, b)
+    one_shot = LeastSquares().fit(*on(a, b))
     streamed = LeastSquares()
     for chunk in np.array_split(np.arange(3000), 9):
-        streamed.partial_fit(a[chunk], b[chunk])
-    assert relative_error(streamed.coef_, one_shot.coef_) < 1e-6
+        streamed.partial_fit(*on(a[chunk], b[chunk]))
+    coef = one_shot.coef_.cpu().numpy()
+    assert relative_error(streamed.coef_.cpu().numpy(), coef) < 1e-6
     reference = np.linalg.lstsq(np.hstack([a.astype(np.float64), np.ones((3000, 1))]), b, rcond=None)[0][:16]
-    assert relative_error(one_shot.coef_, reference) < 1e-10  # float64-exact although the inputs are float32
+    assert relative_error(coef, reference) < 1e-10  # float64-exact although the inputs are float32
 
 
 def test_fewer_samples_than_features_warns_naming_the_rank_and_returns_the_minimum_norm_map():
@@ -120,17 +121,18 @@ def test_procrustes_recovers_an_orthogonal_map_to_the_noise_level():
     np.testing.assert_allclose(fitted.coef_.T @ fitted.coef_, np.eye(d), atol=1e-12)
 
 
-def test_procrustes_agrees_with_scipy():
+def test_procrustes_agrees_with_scipy(on):
     a, b = gaussian(300, 9, 0), gaussian(300, 9, 1) + np.linspace(-3, 3, 9)
     rotation, singular_sum = scipy.linalg.orthogonal_procrustes(a, b)
-    np.testing.assert_allclose(Procrustes().fit(a, b).coef_, rotation, atol=1e-12)
-    scaled = Procrustes(scale=True).fit(a, b)
+    np.testing.assert_allclose(Procrustes().fit(*on(a, b)).coef_.cpu().numpy(), rotation, atol=1e-12)
+    scaled = Procrustes(scale=True).fit(*on(a, b))
     assert scaled.scale_ == pytest.approx(singular_sum / np.sum(a**2), rel=1e-12)
-    np.testing.assert_allclose(scaled.coef_, scaled.scale_ * rotation, atol=1e-12)
-    centered = Procrustes(center=True).fit(a, b)
+    np.testing.assert_allclose(scaled.coef_.cpu().numpy(), scaled.scale_ * rotation, atol=1e-12)
+    centered = Procrustes(center=True).fit(*on(a, b))
     rotation, _ = scipy.linalg.orthogonal_procrustes(a - a.mean(0), b - b.mean(0))
-    np.testing.assert_allclose(centered.coef_, rotation, atol=1e-12)
-    np.testing.assert_allclose(centered.intercept_, b.mean(0) - a.mean(0) @ rotation, atol=1e-12)
+    np.testing.assert_allclose(centered.coef_.cpu().numpy(), rotation, atol=1e-12)
+    expected = b.mean(0) - a.mean(0) @ rotation
+    np.testing.assert_allclose(centered.intercept_.cpu().numpy(), expected, atol=1e-12)
 
 
 @pytest.mark.parametrize(("p", "q"), [(5, 9), (9, 5)])

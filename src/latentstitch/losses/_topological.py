@@ -3,14 +3,20 @@ class-pure mini-batches towards a target scale ``beta``.
 
 The 0-dimensional Vietoris-Rips persistence of a point cloud has one finite bar per merge of two connected
 components, born at 0 and dying at the length of the edge that merges them: the death times are exactly the edge
-lengths of a Euclidean minimum spanning tree. So the tree is found on detached distances (Prim's algorithm,
-batched over sub-batches, in torch on the points' device: no host round trip, no custom CUDA build), and the
-lengths of its edges are recomputed in torch from the points, which makes them differentiable: the gradient of a
-death time moves the two endpoints of its edge along the line joining them. This is the (sub)gradient that
-persistent-homology libraries give (torchph's ``vr_persistence``, used by the official code).
+lengths of a Euclidean minimum spanning tree. So the tree is found on detached distances (Boruvka's algorithm,
+batched over sub-batches, in torch on the points' device: ceil(log2 n) rounds of whole-batch tensor operations, no
+Python step per point, no host round trip, no custom CUDA build), and the lengths of its edges are recomputed in
+torch from the points, which makes them differentiable: the gradient of a death time moves the two endpoints of its
+edge along the line joining them. This is the (sub)gradient that persistent-homology libraries give (torchph's
+``vr_persistence``, used by the official code).
+
+Magnitudes: each cloud is scaled by a power of two before its distances are taken, and each edge's difference
+vector before it is squared, so clouds of 1e20-sized or 1e-30-sized float32 points get their true death times.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import nn
@@ -21,6 +27,8 @@ from latentstitch._validation import (
     check_nonnegative,
     check_positive,
     check_same_rows,
+    power_of_two_scale,
+    reading_is_free,
     wrap_like,
 )
 
@@ -30,7 +38,8 @@ def death_times(points: ArrayLike) -> ArrayLike:
 
     Equal to the ``n - 1`` edge lengths of a Euclidean minimum spanning tree of the points, sorted ascending (the
     essential bar, which never dies, is left out). Duplicate points give death times of exactly 0. Invariant to
-    rotations, reflections and translations of the cloud; scales with it.
+    rotations, reflections and translations of the cloud; scales with it, at any magnitude (clouds of 1e20- or
+    1e-30-sized float32 points included: distances are taken after a power-of-two rescaling).
 
     Parameters
     ----------
@@ -134,43 +143,102 @@ def _tree_edge_lengths(points: torch.Tensor, groups: list[torch.Tensor]) -> list
             by_size.setdefault(len(rows), []).append(k)
         for members in by_size.values():  # one batched tree search per group size
             rows = torch.stack([groups[k] for k in members])
-            clouds = points[rows]
-            # Exact differences, not |x|^2 + |y|^2 - 2<x, y>: close points keep their tiny distances.
-            i, j = _prim(torch.cdist(clouds, clouds, compute_mode="donot_use_mm_for_euclid_dist"))
-            for position, k in enumerate(members):
-                ends_a[k], ends_b[k] = rows[position, i[position]], rows[position, j[position]]
+            clouds = _in_range(points.index_select(0, rows.flatten()).reshape(*rows.shape, -1), dims=(1, 2))
+            # Exact differences, not |x|^2 + |y|^2 - 2<x, y>: close points keep their tiny distances. The minimum
+            # makes the matrix exactly symmetric, so both ends of an edge see the same weight.
+            distances = torch.cdist(clouds, clouds, compute_mode="donot_use_mm_for_euclid_dist")
+            i, j = minimum_spanning_trees(torch.minimum(distances, distances.mT))
+            rows_i, rows_j = rows.gather(1, i), rows.gather(1, j)
+            for position, k in enumerate(members):  # views: no work per group
+                ends_a[k], ends_b[k] = rows_i[position], rows_j[position]
     a, b = torch.cat(ends_a), torch.cat(ends_b)
-    squared = (points[a] - points[b]).square().sum(dim=1)
+    # index_select: its backward adds rows (index_add), cheaper than advanced indexing's accumulate on the CPU.
+    difference = points.index_select(0, a) - points.index_select(0, b)
+    scale = _range_scale(difference, dims=(1,))  # no square overflows or underflows
+    squared = (difference if scale is None else difference * scale[:, None]).square().sum(dim=1)
     # sqrt has an infinite derivative at 0 (duplicate points): give those edges length 0 and gradient 0.
     positive = squared > 0
     lengths = torch.where(positive, torch.where(positive, squared, 1.0).sqrt(), 0.0)
-    return list(lengths.split([len(rows) - 1 for rows in groups]))
+    return list((lengths if scale is None else lengths / scale).split([len(rows) - 1 for rows in groups]))
 
 
-def _prim(distances: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Prim's algorithm on a batch of dense (b, n, n) distance matrices, on their device.
+def _range_scale(t: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor | None:
+    """Powers of two (over ``dims``) that bring ``t``'s largest magnitudes into [0.5, 1), so that its squares
+    neither overflow nor underflow; ``None`` on the CPU when every magnitude is already safe (reading that costs
+    nothing there, while a GPU would wait: there the factors are always applied)."""
+    if t.numel() == 0:
+        return None
+    magnitude = t.detach().abs().amax(dim=dims)
+    if reading_is_free(t.device):
+        low, high = torch.aminmax(magnitude)
+        if float(low) > 2.0**-40 and float(high) < 2.0**40:
+            return None
+    return power_of_two_scale(magnitude)
 
-    Returns the endpoints (i, j), each (b, n - 1), of the edges of a minimum spanning tree of every matrix: n - 1
-    rounds of "attach the nearest outside point", vectorised over the batch (no host round trip).
+
+def _in_range(clouds: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
+    scale = _range_scale(clouds, dims)
+    return clouds if scale is None else clouds * scale.reshape(-1, *[1] * len(dims))
+
+
+def minimum_spanning_trees(distances: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Boruvka's algorithm on a batch of dense, symmetric (b, n, n) distance matrices, on their device.
+
+    Returns the endpoints (i, j), each (b, n - 1), of the edges of a minimum spanning tree of every matrix. Each
+    round, every component takes its lightest edge to another component, so the number of components at least
+    halves: ``ceil(log2 n)`` rounds of whole-batch tensor operations (no step per point, no host synchronisation).
+    Ties are broken by the edge's index, a strict total order, so the chosen edges never close a cycle.
     """
     b, n, _ = distances.shape
-    batch = torch.arange(b, device=distances.device)
-    inside = torch.zeros(b, n, dtype=torch.bool, device=distances.device)
-    inside[:, 0] = True
-    nearest = distances[:, 0].clone()  # distance from the tree to every point
-    attach = torch.zeros(b, n, dtype=torch.long, device=distances.device)  # its closest tree point
-    nearest[inside] = torch.inf
-    ends_i, ends_j = [], []
-    for _ in range(n - 1):
-        j = nearest.argmin(dim=1)
-        ends_i.append(attach[batch, j])
-        ends_j.append(j)
-        inside[batch, j] = True
-        from_j = distances[batch, j]
-        closer = from_j < nearest
-        nearest = torch.where(closer, from_j, nearest).masked_fill(inside, torch.inf)
-        attach = torch.where(closer, j[:, None], attach)
-    if not ends_i:
-        empty = torch.zeros(b, 0, dtype=torch.long, device=distances.device)
+    device = distances.device
+    if n < 2:
+        empty = torch.zeros(b, 0, dtype=torch.long, device=device)
         return empty, empty
-    return torch.stack(ends_i, dim=1), torch.stack(ends_j, dim=1)
+    points = torch.arange(n, device=device)
+    labels = points.expand(b, n)
+    # Edge (i, j)'s index min(i, j) n + max(i, j) grows with j for a fixed i, so argmin's first-index rule among
+    # equal weights picks the edge of smallest index: every point and component use the same total order.
+    edge_index = torch.minimum(points[:, None], points) * n + torch.maximum(points[:, None], points)
+    none = n * n  # larger than every edge index
+    component = labels.clone()  # the component of each point, named by one of its points
+    ends_i = torch.zeros(b, n, dtype=torch.long, device=device)  # slot n - 1 takes discarded writes
+    ends_j = torch.zeros_like(ends_i)
+    found = torch.zeros(b, 1, dtype=torch.long, device=device)
+    rounds = math.ceil(math.log2(n))
+    # On the CPU reading a tensor costs nothing, so the loops stop as soon as they are done; on a GPU they run their
+    # worst-case count rather than wait for the device.
+    stop_early = reading_is_free(device)
+    for _ in range(rounds):
+        outside = distances.masked_fill(component[:, :, None] == component[:, None, :], torch.inf)
+        weight, partner = outside.min(dim=2)  # each point's lightest edge leaving its component
+        edge = torch.where(torch.isfinite(weight), edge_index[points, partner], none)
+        # Each component's lightest edge: least weight, then least index; one point per component holds it.
+        lightest = torch.full((b, n), torch.inf, dtype=weight.dtype, device=device)
+        lightest = lightest.scatter_reduce(1, component, weight, "amin")
+        candidate = torch.where(weight == lightest.gather(1, component), edge, none)
+        chosen_edge = torch.full((b, n), none, device=device).scatter_reduce(1, component, candidate, "amin")
+        chosen = (candidate == chosen_edge.gather(1, component)) & (candidate < none)
+        # Per component (indexed by its name): the chosen point and the component its edge leads to, packed in one
+        # number (target n + source) so that one reduction finds both.
+        packed = torch.where(chosen, component.gather(1, partner) * n + labels, none * n)
+        packed = torch.full((b, n), none * n, device=device).scatter_reduce(1, component, packed, "amin")
+        source = packed % n
+        parent = torch.where(packed < none * n, packed // n, labels)
+        # Two components that chose each other chose the same edge: the smaller name stays a root, and the edge is
+        # recorded once, by the other.
+        mutual = (parent.gather(1, parent) == labels) & (labels < parent)
+        parent = torch.where(mutual, labels, parent)
+        merging = parent != labels
+        slot = torch.where(merging, found + merging.cumsum(dim=1) - 1, n - 1)
+        ends_i.scatter_(1, slot, source)
+        ends_j.scatter_(1, slot, partner.gather(1, source))
+        found = found + merging.sum(dim=1, keepdim=True)
+        for _ in range(rounds):  # pointer jumping: every name to the root of its tree (depth < n)
+            jumped = parent.gather(1, parent)
+            if stop_early and torch.equal(jumped, parent):
+                break
+            parent = jumped
+        component = parent.gather(1, component)
+        if stop_early and bool((found == n - 1).all()):
+            break
+    return ends_i[:, : n - 1], ends_j[:, : n - 1]

@@ -22,8 +22,18 @@ from typing import Any
 
 import torch
 
-from latentstitch._backend import matmul
-from latentstitch._validation import check_bool, check_kwargs, check_positive
+from latentstitch._backend import matmul, row_norms
+from latentstitch._validation import (
+    RowError,
+    check_bool,
+    check_kwargs,
+    check_positive,
+    power_of_two_scale,
+    reading_is_free,
+    report_flag,
+    rescaled_row_norms,
+    safe_norm_range,
+)
 from latentstitch.invariance import (
     AXIS_REFLECTION,
     INVERTIBLE_LINEAR,
@@ -35,13 +45,12 @@ from latentstitch.invariance import (
 )
 
 
-class ZeroNormError(ValueError):
+class ZeroNormError(RowError):
     """A zero vector was given to a similarity that divides by the norm (cosine, angular)."""
 
-    def __init__(self, name: str, row: int):
-        self.name, self.row = name, row
-        super().__init__(
-            f"{name}: row {row} has zero norm, so its cosine similarity is undefined; remove it, or pass "
+    def describe(self) -> str:
+        return (
+            f"{self.name}: row {self.row} has zero norm, so its cosine similarity is undefined; remove it, or pass "
             "eps=<small positive number> to map zero vectors to zero similarities"
         )
 
@@ -137,18 +146,83 @@ def get_similarity(name: str) -> SimilaritySpec:
         ) from None
 
 
-def _row_norms(t: torch.Tensor, name: str, eps: float | None) -> torch.Tensor:
-    norms = torch.linalg.vector_norm(t, dim=1, keepdim=True)
+# --- row norms, exact at any magnitude ---------------------------------------------------------------------------
+#
+# ``sqrt(sum x_i^2)`` overflows when entries reach ~1e19 in float32 (~1e154 in float64) and loses the squares that
+# underflow when they are below ~1e-19 (1e-154): a plain norm turns 1e20-sized vectors into zeros and reports
+# 1e-30-sized ones as zero vectors. The fast path computes plain norms and a flag saying whether every norm lies in
+# the range where that is exact; rows outside it take the careful path, which first scales each row by a power of
+# two (as BLAS nrm2 does). Inside ``relative_projection`` the flag is handed over (``report_flag``) instead of being
+# read, so no chunk waits for the device; the projection reads the flags once and redoes the failing chunks.
+
+
+def _norm_flag(norms: torch.Tensor, width: int, eps: float | None) -> torch.Tensor:
+    """Whether plain ``norms`` (computed in their own dtype over ``width`` terms) are all exact, finite and nonzero
+    (or, with ``eps``, exact or certainly below ``eps``)."""
+    low, high = safe_norm_range(norms.dtype, width)
+    below = norms < high  # false for NaN and inf
+    if eps is not None and eps >= low:
+        return below.all()  # a norm under low is under eps: it is clamped to eps whatever its rounding
+    return (below & (norms > low)).all()
+
+
+def _fast_norms(t: torch.Tensor, eps: float | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fast path: ``max(|t_i|, eps)`` as an (n, 1) column in float32 (float64 for float64 data), and the 0-d
+    validity flag of ``_norm_flag``. Half-precision rows are summed in float32. Callers divide by the norms (one
+    rounding, where multiplying by reciprocals would make two)."""
+    norms = row_norms(t)
+    flag = _norm_flag(norms, t.shape[1], eps)
+    if eps is not None:
+        norms = norms.clamp_min(eps)
+    return norms.unsqueeze(1), flag
+
+
+def unit_rows(t: torch.Tensor, name: str, eps: float | None = None) -> torch.Tensor:
+    """``t_i / |t_i|`` for every row (``t_i / max(|t_i|, eps)`` with ``eps``), in ``t``'s dtype, differentiable.
+
+    Exact at any magnitude (rows are rescaled by a power of two first when their norm would overflow or underflow).
+    A zero row raises ``ZeroNormError`` naming ``name`` and the row, unless ``eps`` is given.
+    """
+    if t.shape[0] == 0:
+        return t
+    norms, flag = _fast_norms(t, eps)
+    if bool(flag):
+        return (t / norms).to(t.dtype)
+    scaled, norms, scales = rescaled_row_norms(t)
     if eps is None:
-        zero = norms == 0
-        if bool(zero.any()):
-            raise ZeroNormError(name, int(zero.nonzero()[0, 0]))
-        return norms
-    return norms.clamp_min(eps)
+        _raise_on_zero(norms, name)
+        return (scaled / norms).to(t.dtype)
+    return (scaled / torch.maximum(norms, eps * scales)).to(t.dtype)  # max(|t_i|, eps), in scaled units
+
+
+def _row_norms(t: torch.Tensor, name: str, eps: float | None) -> torch.Tensor:
+    """``|t_i|`` as an (n, 1) column (clamped to ``eps`` when given; a zero row raises ``ZeroNormError`` otherwise),
+    exact at any magnitude the result can represent. With ``eps`` on an accelerator nothing waits for the device:
+    every row is scaled by a power of two before squaring (a few more elementwise passes instead of a sync)."""
+    if eps is not None and not reading_is_free(t.device) and t.shape[0]:
+        scales = power_of_two_scale(t.detach().abs().amax(dim=1, keepdim=True))
+        norms = torch.linalg.vector_norm(
+            t * scales, dim=1, keepdim=True, dtype=torch.promote_types(t.dtype, torch.float32)
+        )
+        return (norms / scales).clamp_min(eps).to(t.dtype)
+    norms, flag = _fast_norms(t, eps)
+    if t.shape[0] == 0 or bool(flag):
+        return norms.to(t.dtype)
+    _, norms, scales = rescaled_row_norms(t)
+    if eps is None:
+        _raise_on_zero(norms, name)
+    true = norms / scales
+    return (true if eps is None else true.clamp_min(eps)).to(t.dtype)
+
+
+def _raise_on_zero(norms: torch.Tensor, name: str) -> None:
+    zero = norms[:, 0] == 0
+    if bool(zero.any()):
+        raise ZeroNormError(name, int(zero.nonzero()[0, 0]))
 
 
 def _normalized_anchors(anchors: torch.Tensor, eps: float | None = None) -> torch.Tensor:
-    return anchors / _row_norms(anchors, "anchors", eps)
+    return unit_rows(anchors, "anchors", eps)
 
 
 @register_similarity(
@@ -164,9 +238,31 @@ def cosine(
 
     Invariant to rotations, reflections and isotropic rescaling applied to samples and anchors together; with
     ``center=True`` also to translations. Zero vectors raise an error unless ``eps`` is given, in which case
-    norms are clamped to at least ``eps`` (a zero vector then has similarity 0 to every anchor).
+    norms are clamped to at least ``eps`` (a zero vector then has similarity 0 to every anchor). Exact at any
+    magnitude: vectors of 1e-30 or 1e20 (float32) are compared as well as unit ones.
+
+    Precision: float32 and float64 are computed in their own precision. bfloat16 inputs are multiplied natively
+    (on a GPU the matrix product accumulates in float32) and each row is then divided by its norm, computed in
+    float32; float16 rows are normalised in float32 before the product, so that no intermediate exceeds float16's
+    range.
     """
-    out = matmul(x / _row_norms(x, "x", eps), anchors.T, out=out)
+    norms, flag = _fast_norms(x, eps)
+    if not report_flag(flag) and not bool(flag):
+        # Some norm is outside the range plain arithmetic is exact in, or zero: the careful path.
+        return _clamped(matmul(unit_rows(x, "x", eps), anchors.T, out=out))
+    if x.dtype == torch.float16:
+        # Normalise first, in float32: products of raw float16 rows can exceed 65504.
+        return _clamped(matmul((x / norms).to(x.dtype), anchors.T, out=out))
+    if x.dtype == torch.bfloat16 or anchors.shape[0] <= x.shape[1]:
+        # Divide the (n, m) output rather than the (n, d) input: no normalised copy of x, and for bfloat16 a
+        # single rounding of the float32 accumulation, then one of the division.
+        out = matmul(x, anchors.T, out=out)
+        out = out / norms if out.requires_grad else out.div_(norms)
+        return _clamped(out)
+    return _clamped(matmul(x / norms, anchors.T, out=out))
+
+
+def _clamped(out: torch.Tensor) -> torch.Tensor:
     # Rounding can put |cos| a few ulps above 1; clamp so downstream arccos/log never see NaN.
     return out.clamp(-1.0, 1.0) if out.requires_grad else out.clamp_(-1.0, 1.0)
 
@@ -209,9 +305,16 @@ def euclidean(x: torch.Tensor, anchors: torch.Tensor) -> torch.Tensor:
 
     Invariant to rigid motions (rotations, reflections, translations); not to rescaling.
     """
+    if x.numel() == 0:
+        return x.new_zeros((x.shape[0], anchors.shape[0]))
+    # Scale both sides by the power of two that brings the largest coordinate into [0.5, 1): squared differences
+    # then neither overflow (1e20-sized float32 points) nor underflow (1e-30-sized ones). Exact, and no sync.
+    low_x, high_x = torch.aminmax(x.detach())
+    low_a, high_a = torch.aminmax(anchors.detach())
+    scale = power_of_two_scale(torch.stack([-low_x, high_x, -low_a, high_a]).amax())
     # compute_mode: the exact difference-based path, not the |x|^2 + |a|^2 - 2<x, a> shortcut, which loses
     # all precision for nearby points in float32.
-    return _half_safe(torch.cdist, x, anchors, compute_mode="donot_use_mm_for_euclid_dist")
+    return _half_safe(torch.cdist, x * scale, anchors * scale, compute_mode="donot_use_mm_for_euclid_dist") / scale
 
 
 @register_similarity(

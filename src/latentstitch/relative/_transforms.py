@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._persist import Persistable
 from latentstitch._validation import ArrayLike, as_float_tensor, check_positive, match_reference, wrap_like
-from latentstitch.relative._similarities import _row_norms
+from latentstitch.relative._similarities import unit_rows
 
 
 class _AnchorFittedTransform(Persistable, TransformerMixin, BaseEstimator):
@@ -109,7 +109,7 @@ class L2Normalization(_AnchorFittedTransform):
 
     def transform(self, x: ArrayLike) -> ArrayLike:
         t = self._input(x)
-        return wrap_like(t / _row_norms(t, "x", self.eps), x)
+        return wrap_like(unit_rows(t, "x", self.eps), x)  # exact at any magnitude
 
 
 def _spread(t: torch.Tensor) -> torch.Tensor:

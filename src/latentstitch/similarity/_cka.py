@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import torch
 
-from latentstitch._backend import matmul
-from latentstitch._moments import CrossMoments
+from latentstitch._backend import matmul, row_norms
+from latentstitch._moments import CrossMoments, MagnitudeError, rescaled_for_moments
 from latentstitch._validation import (
     ArrayLike,
     check_bool,
@@ -50,7 +50,7 @@ class _RowNormSums:
     def add(self, d: torch.Tensor, e: torch.Tensor) -> None:
         """Add a block of shifted rows ``d = a - shift_a``, ``e = b - shift_b`` (as yielded by
         ``CrossMoments.blocks``)."""
-        norms = torch.stack([torch.linalg.vector_norm(d, dim=1) ** 2, torch.linalg.vector_norm(e, dim=1) ** 2])
+        norms = torch.stack([row_norms(d, squared=True), row_norms(e, squared=True)])
         (q, r), (qa, ra), (qb, rb) = norms.to(torch.float64), matmul(norms, d), matmul(norms, e)  # one pass each
         block = {"qq": q @ q, "qr": q @ r, "rr": r @ r, "qa": qa, "qb": qb, "ra": ra, "rb": rb}
         block.update({k: block[k].to(torch.float64) for k in ("qa", "qb", "ra", "rb")})
@@ -122,7 +122,9 @@ class CKAStatistics:
 
     def __init__(self, debiased: bool, *, track_grad: bool = False):
         self.debiased = debiased
-        self.moments = CrossMoments(precision="input", track_grad=track_grad)
+        self.moments = CrossMoments(
+            precision="input", track_grad=track_grad, names=("x", "y"), max_order=4 if debiased else 2
+        )
         self.row_norms = _RowNormSums() if debiased else None
 
     def update(self, x: torch.Tensor, y: torch.Tensor, *, finite_checked: bool = False) -> CKAStatistics:
@@ -177,7 +179,10 @@ class CKAStatistics:
     def from_state_dict(cls, state: dict[str, torch.Tensor], debiased: bool) -> CKAStatistics:
         out = cls(debiased)
         out.moments = CrossMoments.from_state_dict(
-            {k.split(".", 1)[1]: v for k, v in state.items() if k.startswith("moments.")}, precision="input"
+            {k.split(".", 1)[1]: v for k, v in state.items() if k.startswith("moments.")},
+            precision="input",
+            names=("x", "y"),
+            max_order=4 if debiased else 2,
         )
         if debiased and "row_norms.qq" in state:
             out.row_norms = _RowNormSums({k: state[f"row_norms.{k}"] for k in _RowNormSums.FIELDS})
@@ -253,10 +258,17 @@ def gram_hsic_terms(gram_x: torch.Tensor, gram_y: torch.Tensor, unbiased: bool):
     return (kx * ky).sum(), (kx * kx).sum(), (ky * ky).sum()
 
 
-def linear_hsic_terms(x: torch.Tensor, y: torch.Tensor, debiased: bool, method: str = "auto"):
-    """Scaled HSIC terms of the linear kernel, in feature space or from Gram matrices, whichever is cheaper."""
+def _uses_gram(x: torch.Tensor, y: torch.Tensor, method: str) -> bool:
     n, p, q = x.shape[0], x.shape[1], y.shape[1]
-    if method == "gram" or (method == "auto" and n * (p + q) < p * p + p * q + q * q):
+    return method == "gram" or (method == "auto" and n * (p + q) < p * p + p * q + q * q)
+
+
+def linear_hsic_terms(x: torch.Tensor, y: torch.Tensor, debiased: bool, method: str = "auto"):
+    """Scaled HSIC terms of the linear kernel, in feature space or from Gram matrices, whichever is cheaper.
+
+    The Gram path takes products in the data's precision: callers bring the data into range first (``cka`` and
+    ``minibatch_cka`` rescale by a power of two)."""
+    if _uses_gram(x, y, method):
         return gram_hsic_terms(gram_linear(x), gram_linear(y), debiased)
     return CKAStatistics(debiased, track_grad=needs_grad(x, y)).update(x, y, finite_checked=True).hsic_terms()
 
@@ -305,8 +317,11 @@ def cka(
     estimator U-centres them. Similarity in [0, 1] (debiased: [-1, 1]); symmetric. Linear CKA is invariant to
     orthogonal maps, isotropic scaling and translation of either representation, but not to general invertible
     linear maps or per-axis scaling. RBF CKA (median bandwidth) has the same invariances. Accumulation is in
-    float64; float32 products are taken in float32 within blocks of rows. A constant representation raises
-    ``ZeroVarianceError``.
+    float64; float32 products are taken in float32 within blocks of rows (bfloat16/float16 data are promoted to
+    float32 for them). A constant representation raises ``ZeroVarianceError``. Magnitudes: data whose squares would
+    overflow or underflow (1e20 or 1e-30 in float32, 1e200 or 1e-200 in float64) give the same index as at unit
+    scale (float64 products, or a power-of-two rescaling, which the index is invariant to), not a false "zero
+    variance" or an overflow.
     """
     check_choice(kernel, "kernel", KERNELS)
     check_bool(debiased, "debiased")
@@ -315,18 +330,39 @@ def cka(
     if kernel == "rbf" and method == "features":
         raise ValueError("method: the RBF kernel has no finite feature space; use method='gram' or 'auto'")
     name = f"{'debiased ' if debiased else ''}{kernel} CKA"
-    # Linear kernel: NaN/inf are detected in the three HSIC values they would poison, which saves two passes over
-    # the data; only then are the inputs searched for the offending row.
+    # Linear kernel in feature space: NaN/inf are detected in the three HSIC values they would poison, which saves
+    # two passes over the data; only then are the inputs searched for the offending row.
     xt, yt = prepare_pair(x, y, min_rows=4 if debiased else 2, measure=name, finite=kernel != "linear")
     if kernel == "rbf":
-        terms = gram_hsic_terms(gram_rbf(xt, bandwidth), gram_rbf(yt, bandwidth), debiased)
-    else:
+        # Scale invariant (median bandwidth): power-of-two rescaling keeps every distance in range, at no cost
+        # next to the n x n Gram matrices.
+        xt, yt = rescaled_for_moments(xt), rescaled_for_moments(yt)
+        return as_result(cka_ratio(*_rbf_terms(xt, yt, bandwidth, debiased), measure=name), x, xt)
+    if _uses_gram(xt, yt, method):
+        xt, yt = rescaled_for_moments(xt), rescaled_for_moments(yt)
+    return as_result(cka_ratio(*_scale_free_linear_terms(xt, yt, debiased, method), measure=name), x, xt)
+
+
+def _rbf_terms(xt: torch.Tensor, yt: torch.Tensor, bandwidth: float, debiased: bool):
+    return gram_hsic_terms(gram_rbf(xt, bandwidth), gram_rbf(yt, bandwidth), debiased)
+
+
+def _scale_free_linear_terms(xt: torch.Tensor, yt: torch.Tensor, debiased: bool, method: str):
+    """The linear HSIC terms, whatever the magnitudes: CKA is invariant to rescaling either side, so data whose
+    moments would overflow or underflow (``MagnitudeError``, or non-finite terms from finite data) are brought
+    into range by a power of two and the terms recomputed. NaN/inf in the data raise an error naming the row."""
+    try:
         terms = linear_hsic_terms(xt, yt, debiased, method)
-        if not all(bool(torch.isfinite(t)) for t in terms):
-            check_finite(xt, "x")
-            check_finite(yt, "y")
-            raise ValueError("x, y: the HSIC sums overflowed; rescale the representations (CKA is scale invariant)")
-    return as_result(cka_ratio(*terms, measure=name), x, xt)
+        if all(bool(torch.isfinite(t)) for t in terms):
+            return terms
+    except MagnitudeError:
+        pass
+    check_finite(xt, "x")
+    check_finite(yt, "y")
+    terms = linear_hsic_terms(rescaled_for_moments(xt), rescaled_for_moments(yt), debiased, method)
+    if not all(bool(torch.isfinite(t)) for t in terms):
+        raise ValueError("x, y: the HSIC sums overflowed even after rescaling; the values span too many magnitudes")
+    return terms
 
 
 def minibatch_cka(x: ArrayLike, y: ArrayLike, batch_size: int = 1024) -> float | torch.Tensor:
@@ -344,6 +380,8 @@ def minibatch_cka(x: ArrayLike, y: ArrayLike, batch_size: int = 1024) -> float |
     """
     batch_size = check_positive_int(batch_size, "batch_size", minimum=4)
     xt, yt = prepare_pair(x, y, min_rows=4, measure="minibatch CKA")
+    # One power of two per side for all batches (the index is scale invariant; per-batch factors would not be).
+    xt, yt = rescaled_for_moments(xt), rescaled_for_moments(yt)
     totals = None
     for xb, yb in _batches(xt, yt, batch_size):
         terms = linear_hsic_terms(xb, yb, debiased=True)

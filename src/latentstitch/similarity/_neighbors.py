@@ -17,23 +17,11 @@ import torch
 
 from latentstitch._backend import matmul
 from latentstitch._validation import ArrayLike, check_positive_int, check_probability
-from latentstitch.relative import ZeroNormError
+from latentstitch.relative._similarities import unit_rows  # exact at any magnitude; zero rows: ZeroNormError
 from latentstitch.similarity._registry import as_result, check_same_space, prepare_pair
 
 # Query rows per chunk: the (chunk, n) similarity block stays near 64 MiB in float32 for n = 20k.
 _CHUNK_ELEMENTS = 1 << 24
-
-
-def unit_rows(t: torch.Tensor, name: str) -> torch.Tensor:
-    """Rows scaled to unit norm. Each row is first divided by its largest magnitude (as BLAS nrm2 does), so rows
-    of 1e-30 or 1e30 in float32 neither underflow to a false zero norm nor overflow."""
-    peak = t.abs().amax(dim=1, keepdim=True)
-    t = t / torch.where(peak > 0, peak, torch.ones_like(peak))
-    norms = torch.linalg.vector_norm(t, dim=1, keepdim=True)
-    zero = norms[:, 0] == 0
-    if bool(zero.any()):
-        raise ZeroNormError(name, int(zero.nonzero()[0, 0]))
-    return t / norms
 
 
 def _chunks(n_queries: int, n_index: int):

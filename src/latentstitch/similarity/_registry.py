@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._moments import CrossMoments
+from latentstitch._moments import CrossMoments, MagnitudeError, rescaled_for_moments
 from latentstitch._validation import (
     as_float_tensor,
     check_same_rows,
@@ -166,8 +166,16 @@ def needs_grad(*tensors: torch.Tensor) -> bool:
 
 
 def moments_of(x: torch.Tensor, y: torch.Tensor) -> CrossMoments:
-    """Float64 moments of a validated pair (one ``update``), tracking gradients when the inputs need them."""
-    return CrossMoments(track_grad=needs_grad(x, y)).update(x, y, finite_checked=True)
+    """Float64 moments of a validated pair (one ``update``), tracking gradients when the inputs need them.
+
+    For measures invariant to rescaling each side (R^2, CCA, the shape metrics): float64 data too large or too
+    small for float64 squares are first brought into range by a power of two per side."""
+    track = needs_grad(x, y)
+    try:
+        return CrossMoments(track_grad=track, names=("x", "y")).update(x, y, finite_checked=True)
+    except MagnitudeError:
+        x, y = rescaled_for_moments(x), rescaled_for_moments(y)
+        return CrossMoments(track_grad=track, names=("x", "y")).update(x, y, finite_checked=True)
 
 
 def as_result(value: torch.Tensor | float, like: object, reference: torch.Tensor) -> float | torch.Tensor:

@@ -16,8 +16,16 @@ from collections.abc import Callable
 
 import torch
 
+from latentstitch._backend import HostToDevice
 from latentstitch._moments import CrossMoments
-from latentstitch._validation import ArrayLike, check_bool, check_choice
+from latentstitch._validation import (
+    ArrayLike,
+    DeferredChecks,
+    check_bool,
+    check_choice,
+    check_finite,
+    power_of_two_scale,
+)
 from latentstitch.distributed._arrays import is_dask_array, update_blocks
 from latentstitch.similarity._cca import (
     REDUCTIONS,
@@ -34,16 +42,44 @@ from latentstitch.similarity._regression import r2_from_moments
 
 
 class _MomentStream:
-    """Base: float64 ``CrossMoments`` of the chunks seen so far, finished by ``_finish(moments)``."""
+    """Base: float64 ``CrossMoments`` of the chunks seen so far, finished by ``_finish(moments)``.
+
+    ``device``: where the statistics are accumulated. Chunks from host memory are copied there on a side stream,
+    overlapping the computation on the previous chunk (``_backend.HostToDevice``; pin the chunks' memory for the
+    copies to run asynchronously). By default, the device of the first chunk.
+
+    On a GPU no update waits for the device: the NaN/inf check of each chunk is queued there and read when the
+    result is asked for (``compute``, ``merge``, ``state_dict``), and the error then names the first bad row of the
+    stream (rows counted over all chunks so far). On the CPU a bad chunk is rejected by ``update`` itself.
+    """
 
     _measure = "this index"
 
-    def __init__(self) -> None:
+    def __init__(self, *, device: torch.device | str | None = None) -> None:
+        self.device = device
         self.reset()
 
     def reset(self) -> None:
-        self.stats = CrossMoments()
+        self.stats = CrossMoments(names=("x", "y"))
         self._dtype: torch.dtype | None = None
+        self._reset_transfers()
+
+    def _reset_transfers(self) -> None:
+        self._checks = DeferredChecks()
+        self._sender = None if self.device is None else HostToDevice(self.device)
+
+    def _receive(self, x: ArrayLike, y: ArrayLike, min_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A validated chunk on the accumulation device, its NaN/inf check done (CPU) or queued (GPU)."""
+        xt, yt = prepare_pair(x, y, min_rows=min_rows, measure=self._measure, finite=False)
+        if self._sender is not None:
+            xt, yt = self._sender.send(xt.detach(), yt.detach())
+        check_finite(xt, "x", row_offset=self.count, checks=self._checks)
+        check_finite(yt, "y", row_offset=self.count, checks=self._checks)
+        return xt, yt
+
+    def _resolve(self) -> None:
+        """Read the queued checks (one synchronisation); raise the first failure."""
+        self._checks.resolve()
 
     @property
     def count(self) -> int:
@@ -59,7 +95,7 @@ class _MomentStream:
         if is_dask_array(x) or is_dask_array(y):
             self.__dict__.update(update_blocks(self, x, y).__dict__)
             return self
-        xt, yt = prepare_pair(x, y, min_rows=0, measure=self._measure)
+        xt, yt = self._receive(x, y, min_rows=0)
         self._dtype = self._dtype or xt.dtype
         self.stats.update(xt.detach(), yt.detach(), finite_checked=True)
         return self
@@ -68,13 +104,17 @@ class _MomentStream:
         """A new accumulator holding the chunks of both."""
         if type(other) is not type(self):
             raise TypeError(f"other: expected a {type(self).__name__}, got {type(other).__name__}")
+        self._resolve()
+        other._resolve()
         out = copy.copy(self)
         out.stats = self.stats.merge(other.stats)
         out._dtype = self._dtype or other._dtype
+        out._reset_transfers()
         return out
 
     def compute(self) -> float:
         """The index over every chunk so far."""
+        self._resolve()
         if self.count < 2:
             raise ValueError(
                 f"compute: {self._measure} needs at least 2 samples; {self.count} seen so far (add rows with update)"
@@ -85,10 +125,11 @@ class _MomentStream:
         raise NotImplementedError
 
     def state_dict(self) -> dict[str, torch.Tensor]:
+        self._resolve()
         return self.stats.state_dict()
 
     def load_state_dict(self, state: dict[str, torch.Tensor]):
-        self.stats = CrossMoments.from_state_dict(state)
+        self.stats = CrossMoments.from_state_dict(state, names=("x", "y"))
         return self
 
 
@@ -97,11 +138,14 @@ class StreamingCKA(_MomentStream):
 
     Memory O(p^2 + q^2) whatever the number of rows; equals ``cka(x, y, debiased=...)`` on the concatenated data.
     Products are taken in the data's precision within blocks of rows and accumulated in float64.
+
+    ``device="cuda"``: chunks from (pinned) host memory are copied to the GPU while it works on the previous one,
+    and no update waits for the GPU (see ``_MomentStream``).
     """
 
-    def __init__(self, debiased: bool = False):
+    def __init__(self, debiased: bool = False, *, device: torch.device | str | None = None):
         self.debiased = check_bool(debiased, "debiased")
-        super().__init__()
+        super().__init__(device=device)
 
     @property
     def _measure(self) -> str:
@@ -110,12 +154,14 @@ class StreamingCKA(_MomentStream):
     def reset(self) -> None:
         self.stats = CKAStatistics(self.debiased)
         self._dtype = None
+        self._reset_transfers()
 
     @property
     def _moments(self) -> CrossMoments:
         return self.stats.moments
 
     def compute(self) -> float:
+        self._resolve()
         minimum = 4 if self.debiased else 2
         if self.count < minimum:
             raise ValueError(
@@ -198,6 +244,15 @@ class StreamingProcrustes(_MomentStream):
         return _SHAPE_METRICS[self.metric](moments)
 
 
+def _batch_scale(t: torch.Tensor) -> torch.Tensor:
+    """1 for data whose fourth powers are safe in float32 products; else the power of two bringing its largest
+    magnitude into [0.5, 1) (one host synchronisation, on the first batch only)."""
+    largest = t.detach().abs().amax()
+    if 2.0**-28 <= float(largest) <= 2.0**28:
+        return torch.ones((), dtype=torch.float64, device=t.device)
+    return power_of_two_scale(largest.to(torch.float64))
+
+
 class StreamingMinibatchCKA:
     """Minibatch CKA (Nguyen et al. 2021) fed one minibatch per ``update``: accumulates the unbiased HSIC of each
     batch (the U-centred Gram inner products, as ``efficient_CKA.MinibatchCKA``); ``compute()`` returns
@@ -211,6 +266,7 @@ class StreamingMinibatchCKA:
         self.totals: torch.Tensor | None = None  # (xy, xx, yy), float64
         self.batches = 0
         self._widths: tuple[int, int] | None = None
+        self._scales: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def update(self, x: ArrayLike, y: ArrayLike) -> StreamingMinibatchCKA:
         """Add one minibatch; a pair of dask arrays adds each row block as one minibatch."""
@@ -222,18 +278,28 @@ class StreamingMinibatchCKA:
         if self._widths is not None and widths != self._widths:
             raise ValueError(f"x, y: batch widths {widths} differ from the first batch's {self._widths}")
         self._widths = widths
+        if self._scales is None:
+            # Powers of two that bring the first batch into range, kept for every batch (the index is invariant to
+            # one factor per side, not to one per batch).
+            self._scales = tuple(_batch_scale(t) for t in (xt, yt))
         with torch.no_grad():
-            terms = torch.stack(linear_hsic_terms(xt, yt, debiased=True))
+            terms = torch.stack(linear_hsic_terms(xt * self._scales[0], yt * self._scales[1], debiased=True))
         self.totals = terms if self.totals is None else self.totals + terms
         self.batches += 1
         return self
 
     def merge(self, other: StreamingMinibatchCKA) -> StreamingMinibatchCKA:
         out = StreamingMinibatchCKA()
-        parts = [t for t in (self.totals, other.totals) if t is not None]
+        theirs = other.totals
+        if theirs is not None and self._scales is not None and other._scales is not None:
+            # Bring the other's terms to this accumulator's factors: xy scales as sx^2 sy^2, xx as sx^4, yy as sy^4.
+            rx, ry = (mine / their for mine, their in zip(self._scales, other._scales, strict=True))
+            theirs = theirs * torch.stack([rx**2 * ry**2, rx**4, ry**4]).to(theirs)
+        parts = [t for t in (self.totals, theirs) if t is not None]
         out.totals = sum(parts[1:], parts[0]) if parts else None
         out.batches = self.batches + other.batches
         out._widths = self._widths or other._widths
+        out._scales = self._scales or other._scales
         return out
 
     def compute(self) -> float:
@@ -245,9 +311,13 @@ class StreamingMinibatchCKA:
         state = {"batches": torch.tensor(self.batches)}
         if self.totals is not None:
             state["totals"] = self.totals
+        if self._scales is not None:
+            state["scales"] = torch.stack(self._scales)
         return state
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> StreamingMinibatchCKA:
         self.totals = state.get("totals")
         self.batches = int(state["batches"])
+        scales = state.get("scales")
+        self._scales = None if scales is None else (scales[0], scales[1])
         return self

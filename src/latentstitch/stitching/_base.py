@@ -24,13 +24,14 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from latentstitch._backend import matmul
-from latentstitch._moments import SECOND_MOMENTS, CrossMoments, residual_r2
+from latentstitch._backend import chunk_rows, matmul
+from latentstitch._moments import SECOND_MOMENTS, CrossMoments, overflow_error, residual_r2
 from latentstitch._persist import Persistable
 from latentstitch._validation import (
     ArrayLike,
     as_float_tensor,
     channels_as_rows,
+    check_finite,
     check_float_dtype,
     check_same_rows,
     match_reference,
@@ -54,10 +55,11 @@ def _positions(t: torch.Tensor) -> tuple[int, ...]:
     return tuple(t.shape[2:]) if t.ndim == 4 else tuple(t.shape[1:-1])
 
 
-def paired_activations(a: ArrayLike, b: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
-    """Check two activation arrays of the same samples: same layout, same N and same positions (T or H, W)."""
-    at = as_float_tensor(a, "a", ndim=tuple(LAYOUTS), min_rows=1)
-    bt = as_float_tensor(b, "b", ndim=tuple(LAYOUTS), min_rows=1)
+def paired_activations(a: ArrayLike, b: ArrayLike, *, finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+    """Check two activation arrays of the same samples: same layout, same N and same positions (T or H, W).
+    ``finite=False`` leaves NaN/inf to the caller (``checked_moments`` finds them in the statistics)."""
+    at = as_float_tensor(a, "a", ndim=tuple(LAYOUTS), min_rows=1, finite=finite)
+    bt = as_float_tensor(b, "b", ndim=tuple(LAYOUTS), min_rows=1, finite=finite)
     check_same_rows(at, bt, "a", "b")
     _check_same_layout(at, bt)
     return at, bt
@@ -82,39 +84,65 @@ def _check_same_layout(a: Any, b: Any) -> None:
 
 
 def moments_of_rows(
-    a: torch.Tensor, b: torch.Tensor, products: tuple[str, ...] = SECOND_MOMENTS, precision: str = "float64"
+    a: torch.Tensor,
+    b: torch.Tensor,
+    products: tuple[str, ...] = SECOND_MOMENTS,
+    precision: str = "float64",
+    shift: bool = True,
 ) -> CrossMoments:
-    """``CrossMoments`` of checked paired activations, a few samples at a time."""
-    moments = CrossMoments(products=products, precision=precision)
-    for rows_a, rows_b in row_chunks(a, b):
-        moments.update(rows_a, rows_b)
+    """``CrossMoments`` of paired activations whose layout is checked, a few samples at a time. NaN/inf are not
+    looked for here: they make the statistics non-finite (``checked_moments``)."""
+    moments = CrossMoments(products=products, precision=precision, shift=shift)
+    # Data multiplied in their own precision need no converted copy: (N, D) arrays go whole (CrossMoments works
+    # through them in blocks). Converted ones go a chunk at a time, so the copy stays small whatever N.
+    converted = precision == "float64" and (a.dtype != torch.float64 or b.dtype != torch.float64)
+    for rows_a, rows_b in row_chunks(a, b, whole=not converted):
+        moments.update(rows_a, rows_b, finite_checked=True)
     return moments
 
 
+def checked_moments(moments: CrossMoments, a: Any, b: Any) -> CrossMoments:
+    """``moments`` if every statistic is finite (one host synchronisation); otherwise the error that says why: NaN
+    or inf in ``a`` or ``b`` (naming the first row), or an overflow of finite values."""
+    if bool(moments.finite()):
+        return moments
+    if not is_dask_array(a):
+        check_finite(a, "a")
+        check_finite(b, "b")
+    raise overflow_error(("a", "b"))
+
+
 def moments_of_pair(
-    a: Any, b: Any, products: tuple[str, ...] = SECOND_MOMENTS, precision: str = "float64"
+    a: Any, b: Any, products: tuple[str, ...] = SECOND_MOMENTS, precision: str = "float64", shift: bool = True
 ) -> CrossMoments:
-    """``moments_of_rows`` of checked paired activations, in memory or, for dask arrays, one task per row block
-    merged in a tree (``latentstitch.distributed``)."""
+    """``moments_of_rows`` of activations whose layout is checked, in memory or, for dask arrays, one task per row
+    block merged in a tree (``latentstitch.distributed``); checked for NaN/inf and overflow (``checked_moments``)."""
     if is_dask_array(a):
-        return reduce_blocks(functools.partial(_block_moments, products, precision), a, b)
-    return moments_of_rows(a, b, products, precision)
+        moments = reduce_blocks(functools.partial(_block_moments, products, precision, shift), a, b)
+    else:
+        moments = moments_of_rows(a, b, products, precision, shift)
+    return checked_moments(moments, a, b)
 
 
-def _block_moments(products: tuple[str, ...], precision: str, a: Any, b: Any) -> CrossMoments:
+def _block_moments(products: tuple[str, ...], precision: str, shift: bool, a: Any, b: Any) -> CrossMoments:
     if a.shape[0] == 0:
-        return CrossMoments(products=products, precision=precision)
-    return moments_of_rows(*paired_activations(a, b), products, precision)
+        return CrossMoments(products=products, precision=precision, shift=shift)
+    return moments_of_rows(*paired_activations(a, b), products, precision, shift)
 
 
 def _apply_map(block: Any, estimator: _AffineMap) -> Any:
     return estimator.transform(block)
 
 
-def row_chunks(a: torch.Tensor, b: torch.Tensor) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Paired (rows, features) chunks of two activation arrays, a few samples at a time."""
+def row_chunks(a: torch.Tensor, b: torch.Tensor, *, whole: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """Paired (rows, features) chunks of two activation arrays, a few samples at a time: sized for the cache on the
+    CPU and for the free memory on a GPU (``_backend.chunk_rows``). With ``whole``, (N, D) arrays come whole (views,
+    for a consumer that works through them in blocks itself)."""
+    if whole and a.ndim == 2 and b.ndim == 2:
+        yield a, b
+        return
     per_sample = max(a[:1].numel(), b[:1].numel(), 1)
-    step = max(1, _CHUNK_ELEMENTS // per_sample)
+    step = chunk_rows(a.device, 4 * per_sample * a.element_size(), max(1, _CHUNK_ELEMENTS // per_sample))
     for start in range(0, a.shape[0], step):
         yield channels_as_rows(a[start : start + step], "a"), channels_as_rows(b[start : start + step], "b")
 
@@ -198,7 +226,10 @@ class _AffineMap(Persistable, BaseEstimator):
         block (``latentstitch.distributed``).
         """
         coef, intercept = self._map64()
-        at, bt = dask_activations(a, b) if is_dask_array(a) or is_dask_array(b) else paired_activations(a, b)
+        if is_dask_array(a) or is_dask_array(b):
+            at, bt = dask_activations(a, b)
+        else:
+            at, bt = paired_activations(a, b, finite=False)  # NaN/inf: found in the statistics
         if _features(at) != self.n_features_in_ or _features(bt) != self.n_features_out_:
             raise ValueError(
                 f"a, b: have {_features(at)} and {_features(bt)} features but {type(self).__name__} maps "
@@ -275,7 +306,7 @@ class _MomentStitcher(_AffineMap):
             at, bt = dask_activations(a, b)
             like, dtype = np.empty(0), torch.from_numpy(np.empty(0, dtype=at.dtype)).dtype  # numpy results
         else:
-            at, bt = paired_activations(a, b)
+            at, bt = paired_activations(a, b, finite=False)  # NaN/inf show in the statistics: no extra pass
             like, dtype = a, at.dtype
         previous = getattr(self, "moments_", None)
         if previous is not None:
@@ -286,7 +317,7 @@ class _MomentStitcher(_AffineMap):
                 )
             if at.ndim != self.ndim_in_:
                 raise ValueError(f"a: {LAYOUTS[at.ndim]} activations, but earlier chunks were {LAYOUTS[self.ndim_in_]}")
-        chunk = moments_of_pair(at, bt, self._needed_products(), self._precision)
+        chunk = moments_of_pair(at, bt, self._needed_products(), self._precision, self._shifted())
         if previous is not None:
             chunk = previous.merge(chunk)
         learned = self._solve(chunk, input_dtype=dtype)
@@ -303,6 +334,11 @@ class _MomentStitcher(_AffineMap):
     def _needed_products(self) -> tuple[str, ...]:
         """The statistics ``_solve`` reads (``CrossMoments``' ``products``); may depend on the parameters."""
         return self._products
+
+    def _shifted(self) -> bool:
+        """Whether the statistics are accumulated about the first chunk's mean (``CrossMoments(shift=...)``):
+        needed for centred statistics; a fit on raw statistics alone may skip it (one copy of the data less)."""
+        return True
 
     def _solve(self, moments: CrossMoments, *, input_dtype: torch.dtype) -> dict[str, Any]:
         """Learned state from the statistics: ``coef_`` (p, q) and ``intercept_`` (q,) float64 tensors, plus any

@@ -7,6 +7,7 @@ from typing import Any
 
 import torch
 
+from latentstitch._backend import svd
 from latentstitch._moments import CrossMoments, RankDeficiencyWarning
 from latentstitch._validation import check_bool
 from latentstitch.stitching._base import _MomentStitcher, intercept_for
@@ -65,9 +66,12 @@ class Procrustes(_MomentStitcher):
     def _needed_products(self) -> tuple[str, ...]:
         return ("ab", "aa_diag") if self.scale else ("ab",)
 
+    def _shifted(self) -> bool:
+        return bool(self.center)  # without centring only raw A^T B is read: no shifted copy of each block
+
     def _solve(self, moments: CrossMoments, *, input_dtype: torch.dtype) -> dict[str, Any]:
         cross = moments.centered_ab() if self.center else moments.raw_ab()
-        u, s, vh = torch.linalg.svd(cross, full_matrices=False)
+        u, s, vh = svd(cross)
         # Products were taken in the input's precision, so singular values below its rounding level are noise
         work = torch.promote_types(input_dtype, torch.float32)
         eps = torch.finfo(work).eps
