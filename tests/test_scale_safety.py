@@ -22,7 +22,17 @@ from latentstitch.stitching import LeastSquares, Procrustes
 MAGNITUDES = [(torch.float32, 1e-30), (torch.float32, 1e20), (torch.float64, 1e-200), (torch.float64, 1e200)]
 IDS = ["float32-1e-30", "float32-1e20", "float64-1e-200", "float64-1e200"]
 # How each similarity scales when samples and anchors are scaled together by s: s ** degree.
-DEGREE = {"cosine": 0, "angular": 0, "basis_change": 0, "dot": 2, "euclidean": 1, "l1": 1, "linf": 1}
+DEGREE = {
+    "cosine": 0,
+    "angular": 0,
+    "basis_change": 0,
+    "dot": 2,
+    "euclidean": 1,
+    "l1": 1,
+    "linf": 1,
+    "geodesic": 0,  # divided by the median graph distance
+    "whitened": 0,  # the anchors' covariance scales with the data
+}
 
 
 def _rtol(dtype: torch.dtype) -> float:
