@@ -14,11 +14,12 @@ from latentstitch.relative._similarities import (
     get_similarity,
     register_similarity,
 )
-from latentstitch.relative._transforms import Centering, L2Normalization, StandardScaling
+from latentstitch.relative._transforms import SPREAD_FLOOR, Centering, L2Normalization, StandardScaling, floored_spread
 
 __all__ = [
     "OUTPUT_NORMS",
     "SIMILARITIES",
+    "SPREAD_FLOOR",
     "STRATEGIES",
     "Centering",
     "L2Normalization",
@@ -27,6 +28,7 @@ __all__ = [
     "SimilaritySpec",
     "StandardScaling",
     "ZeroNormError",
+    "floored_spread",
     "get_similarity",
     "register_similarity",
     "relative_projection",

@@ -19,7 +19,7 @@ STRATEGIES = ("random", "stratified", "kmeans", "farthest")
 
 
 def select_anchors(
-    x: ArrayLike,
+    x: ArrayLike | int,
     n: int,
     strategy: str = "random",
     *,
@@ -27,6 +27,9 @@ def select_anchors(
     seed: int = 0,
 ) -> np.ndarray:
     """Pick ``n`` anchor indices among the rows of ``x``; deterministic for a given ``seed``.
+
+    ``x`` is the (N, d) data, or for the strategies that never look at the vectors (``random``, ``stratified``) just
+    the number of samples N: ``select_anchors(1200, 300)`` picks 300 of 1,200 rows.
 
     Strategies
     ----------
@@ -37,20 +40,29 @@ def select_anchors(
         take one per class in sorted class order, round-robin, until ``n`` (classes that run out are skipped).
         Needs ``labels``.
     kmeans
-        k-means with ``n`` clusters (``random_state=seed``); for each centroid the real sample nearest to it
-        (distinct samples).
+        k-means with ``n`` clusters (Lloyd's algorithm from a k-means++ start, ``seed``); for each centroid the real
+        sample nearest to it (distinct samples). The data are clustered in float32.
     farthest
         Farthest-point sampling (greedy k-center): start at a seeded random sample, then repeatedly add the
         sample farthest (Euclidean) from those chosen. Covers the space, including outliers.
+
+    Both k-means++ and farthest-point keep every sample's squared distance to the nearest chosen point and update
+    it with one matrix-vector product per new point (``|x|^2 - 2 x.c + |c|^2``), so each step reads the data once;
+    on 10,000 x 1,280 vectors picking 300 anchors takes seconds.
 
     Returns
     -------
     indices : (n,) int64 numpy array, in selection order.
     """
     check_choice(strategy, "strategy", STRATEGIES)
-    xt = as_float_tensor(x, "x", ndim=2)
     n = check_positive_int(n, "n")
-    total = xt.shape[0]
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        if strategy in ("kmeans", "farthest"):
+            raise TypeError(f"x: strategy={strategy!r} needs the (N, d) data, not only the number of samples")
+        total, xt = check_positive_int(x, "x"), None
+    else:
+        xt = as_float_tensor(x, "x", ndim=2)
+        total = xt.shape[0]
     if n > total:
         raise ValueError(f"n: asked for {n} anchors but x has only {total} samples")
     if strategy == "stratified":
@@ -59,9 +71,10 @@ def select_anchors(
         raise ValueError(f"labels: only used by strategy='stratified', not {strategy!r}")
     if strategy == "random":
         return np.random.default_rng(seed).choice(total, size=n, replace=False).astype(np.int64)
+    data = to_numpy(xt, "x")
     if strategy == "kmeans":
-        return _kmeans(to_numpy(xt, "x"), n, seed)
-    return _farthest(xt, n, seed)
+        return _kmeans(data, n, seed)
+    return _farthest(data, n, seed)
 
 
 def _stratified(total: int, n: int, labels: ArrayLike | None, seed: int) -> np.ndarray:
@@ -82,8 +95,52 @@ def _stratified(total: int, n: int, labels: ArrayLike | None, seed: int) -> np.n
     raise AssertionError("unreachable: n <= number of samples")
 
 
-def _kmeans(x: np.ndarray, n: int, seed: int) -> np.ndarray:
-    centers = KMeans(n_clusters=n, n_init=1, random_state=seed).fit(x).cluster_centers_
+class _NearestDistances:
+    """Every sample's squared Euclidean distance to the nearest of a growing set of chosen samples.
+
+    Adding a sample costs one matrix-vector product, ``|x_i|^2 - 2 x_i.c + |c|^2``, in the data's precision (the
+    expansion loses nothing that matters for picking far points; an exact float64 check guards against calling
+    two distinct samples equal).
+    """
+
+    def __init__(self, x: np.ndarray):
+        self.x = x
+        self.squares = np.einsum("ij,ij->i", x, x)
+        self.nearest = np.full(x.shape[0], np.inf, dtype=x.dtype)
+        self.chosen: list[int] = []
+
+    def add(self, index: int) -> None:
+        distances = self.squares - 2 * (self.x @ self.x[index]) + self.squares[index]
+        np.minimum(self.nearest, np.maximum(distances, 0), out=self.nearest)
+        self.nearest[index] = 0
+        self.chosen.append(index)
+
+    def is_new(self, index: int) -> bool:
+        """Whether sample ``index`` differs from every chosen one (exactly, in float64)."""
+        scale = max(float(self.squares.max()), np.finfo(np.float64).tiny)
+        if self.nearest[index] > 1e-3 * scale:  # far beyond the expansion's rounding
+            return True
+        row = self.x[index].astype(np.float64)
+        return bool(np.any(self.x[self.chosen].astype(np.float64) != row, axis=1).all())
+
+
+def _kmeans_plus_plus(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """k-means++ seeding (Arthur and Vassilvitskii 2007): each new centre drawn with probability proportional to
+    the squared distance to the nearest centre so far."""
+    tracker = _NearestDistances(x)
+    tracker.add(int(rng.integers(x.shape[0])))
+    for _ in range(n - 1):
+        weights = tracker.nearest.astype(np.float64)
+        total = weights.sum()
+        index = int(rng.choice(x.shape[0], p=weights / total)) if total > 0 else int(rng.integers(x.shape[0]))
+        tracker.add(index)
+    return x[tracker.chosen]
+
+
+def _kmeans(data: np.ndarray, n: int, seed: int) -> np.ndarray:
+    x = np.ascontiguousarray(data, dtype=np.float32)
+    start = _kmeans_plus_plus(x, n, np.random.default_rng(seed))
+    centers = KMeans(n_clusters=n, init=start, n_init=1, random_state=seed).fit(x).cluster_centers_
     nearest = pairwise_distances_argmin(centers, x)
     chosen: list[int] = []
     used: set[int] = set()
@@ -96,15 +153,15 @@ def _kmeans(x: np.ndarray, n: int, seed: int) -> np.ndarray:
     return np.asarray(chosen, dtype=np.int64)
 
 
-def _farthest(x: torch.Tensor, n: int, seed: int) -> np.ndarray:
-    x64 = x.detach().double()
-    first = int(np.random.default_rng(seed).integers(x.shape[0]))
-    chosen = [first]
-    nearest = torch.linalg.vector_norm(x64 - x64[first], dim=1)
+def _farthest(data: np.ndarray, n: int, seed: int) -> np.ndarray:
+    x = np.ascontiguousarray(data if data.dtype in (np.float32, np.float64) else data.astype(np.float32))
+    tracker = _NearestDistances(x)
+    tracker.add(int(np.random.default_rng(seed).integers(x.shape[0])))
     for _ in range(n - 1):
-        index = int(torch.argmax(nearest))
-        if nearest[index] == 0:
-            raise ValueError(f"x: has only {len(chosen)} distinct samples, fewer than the n={n} anchors asked for")
-        chosen.append(index)
-        nearest = torch.minimum(nearest, torch.linalg.vector_norm(x64 - x64[index], dim=1))
-    return np.asarray(chosen, dtype=np.int64)
+        index = int(np.argmax(tracker.nearest))
+        if not tracker.is_new(index):
+            raise ValueError(
+                f"x: has only {len(tracker.chosen)} distinct samples, fewer than the n={n} anchors asked for"
+            )
+        tracker.add(index)
+    return np.asarray(tracker.chosen, dtype=np.int64)
