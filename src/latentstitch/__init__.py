@@ -5,6 +5,8 @@ Folders by concept:
 - ``latentstitch.stitching``: stitching layers fitted by direct matching (least squares, Procrustes, reduced rank,
   L1) and latent translation.
 - ``latentstitch.similarity``: similarity indices (CKA, CCA family, Procrustes, RSA, neighbourhood agreement).
+- ``latentstitch.bridge``: a checked bridge from a new model's embeddings to an old model's (``Bridge``), chosen
+  by cross-validation on parallel anchors; ``latentstitch.embeddings`` reads and writes users' embedding files.
 - ``latentstitch.invariance``: the transformations latent spaces are compared under.
 - ``latentstitch.models``, ``latentstitch.losses``, ``latentstitch.training``: models with absolute or relative
   latents, topological densification, the training loop.
@@ -16,6 +18,7 @@ The names users type most are re-exported here.
 """
 
 from latentstitch import invariance, relative, similarity, stitching
+from latentstitch.bridge import Bridge
 from latentstitch.relative import (
     Centering,
     L2Normalization,
@@ -31,6 +34,7 @@ from latentstitch.stitching import LatentTranslator, LeastSquares, Procrustes, R
 __version__ = "0.1.0"
 
 __all__ = [
+    "Bridge",
     "Centering",
     "L2Normalization",
     "LatentTranslator",

@@ -229,19 +229,32 @@ def load_cifar_folder(
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _read_arrow_dataset(folder: Path) -> tuple[dict[str, list], dict]:
-    """Columns and features of one ``Dataset.save_to_disk`` folder (``state.json`` + Arrow stream shards)."""
+def _arrow_table(folder: Path):
+    """The Arrow table of one ``Dataset.save_to_disk`` folder (``state.json`` + Arrow stream shards, memory-mapped)."""
     pa = require("pyarrow", "text", package="pyarrow")
     state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
-    info = json.loads((folder / "dataset_info.json").read_text(encoding="utf-8"))
     if state.get("_indices_data_files"):
         raise ValueError(f"{folder}: saved with an indices mapping; call flatten_indices() before save_to_disk")
     tables = []
     for entry in state["_data_files"]:
         with pa.memory_map(str(folder / entry["filename"])) as source:
             tables.append(pa.ipc.open_stream(source).read_all())
-    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-    return table.to_pydict(), info.get("features") or {}
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _read_arrow_dataset(folder: Path) -> tuple[dict[str, list], dict]:
+    """Columns and features of one ``Dataset.save_to_disk`` folder (``state.json`` + Arrow stream shards)."""
+    info = json.loads((folder / "dataset_info.json").read_text(encoding="utf-8"))
+    return _arrow_table(folder).to_pydict(), info.get("features") or {}
+
+
+def _split_folders(folder: Path) -> dict[str, Path]:
+    if (folder / "dataset_dict.json").exists():
+        splits = json.loads((folder / "dataset_dict.json").read_text(encoding="utf-8"))["splits"]
+        return {split: folder / split for split in splits}
+    if (folder / "state.json").exists():
+        return {"all": folder}
+    raise FileNotFoundError(f"{folder}: not a save_to_disk folder (no dataset_dict.json or state.json)")
 
 
 def read_hf_saved(path: str | os.PathLike) -> dict[str, tuple[dict[str, list], dict]]:
@@ -251,13 +264,13 @@ def read_hf_saved(path: str | os.PathLike) -> dict[str, tuple[dict[str, list], d
     ``Dataset`` folder gives one split named ``"all"``. Read with pyarrow (the Arrow IPC stream files the
     ``datasets`` library writes), so ``datasets`` itself is not needed.
     """
-    folder = Path(path)
-    if (folder / "dataset_dict.json").exists():
-        splits = json.loads((folder / "dataset_dict.json").read_text(encoding="utf-8"))["splits"]
-        return {split: _read_arrow_dataset(folder / split) for split in splits}
-    if (folder / "state.json").exists():
-        return {"all": _read_arrow_dataset(folder)}
-    raise FileNotFoundError(f"{folder}: not a save_to_disk folder (no dataset_dict.json or state.json)")
+    return {split: _read_arrow_dataset(folder) for split, folder in _split_folders(Path(path)).items()}
+
+
+def read_hf_tables(path: str | os.PathLike) -> dict[str, Any]:
+    """Every split of a Hugging Face ``save_to_disk`` folder as a ``pyarrow.Table`` (columnar, memory-mapped):
+    ``{split: table}``, split names as in ``read_hf_saved``."""
+    return {split: _arrow_table(folder) for split, folder in _split_folders(Path(path)).items()}
 
 
 def _decode_column(values: list, feature: dict, column: str) -> np.ndarray | list[str]:

@@ -202,8 +202,10 @@ class RobustRelativeProjection(_AnchoredProjection):
             raise ValueError(f"statistics_from: expected {self.num_features} features, got {sample.shape[1]}")
         if sample.shape[0] < 2:
             raise ValueError(f"anchors: per-feature statistics need at least 2 samples, got {sample.shape[0]}")
-        self.set_anchors(t.detach().clone())
         sample = sample.detach()
+        if not bool((sample != sample[0]).any()):
+            raise ValueError("anchors: every feature is constant over the samples, so there is nothing to standardise")
+        self.set_anchors(t.detach().clone())
         # float64 embeddings keep float64 statistics (the buffers take the sample's dtype and device)
         self.running_mean = sample.mean(dim=0)
         self.running_var = sample.var(dim=0, unbiased=False)
