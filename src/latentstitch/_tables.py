@@ -43,8 +43,10 @@ def print_tables(
         cells = [[format_cell(cell, digits, compact=compact) for cell in row] for row in entry["rows"]]
         for i, column in enumerate(entry["columns"]):
             numbers = [row[i] for row in cells if i < len(row)] if i > 0 else []
-            width = max(map(len, numbers), default=None)  # numbers are never cut: headers wrap instead
-            rendered.add_column(column, justify="left" if i == 0 else "right", no_wrap=i == 0, min_width=width)
+            width = max(map(len, numbers), default=0)  # short cells (numbers) are never cut: headers wrap instead
+            width = width if 0 < width <= 20 else None
+            justify = "right" if i > 0 and width is not None else "left"  # numbers right, text left
+            rendered.add_column(column, justify=justify, no_wrap=i == 0, min_width=width)
         for row in cells:
             rendered.add_row(*row)
         console.print(rendered)

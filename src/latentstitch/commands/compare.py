@@ -67,8 +67,8 @@ def main(args: argparse.Namespace) -> int:
             note = f"compares rows in one space; the widths differ ({widths[0]} vs {widths[1]})"
         elif spec.trivial_when_n_le_d and n <= max(widths):
             note = (
-                f"not meaningful: N = {n} items <= d = {max(widths)} features, where this fitted measure reaches its "
-                "'identical' end on any data; compare more items than features"
+                f"not shown: with N = {n} items <= d = {max(widths)} features this fitted measure reaches "
+                "'identical' on any data; use more items than features"
             )
         elif n < spec.min_samples:
             note = f"needs at least {spec.min_samples} items, got {n}"
