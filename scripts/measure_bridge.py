@@ -160,10 +160,10 @@ def summarise(results: dict) -> str:
             picked_head = [r["accuracy"][r["picked_with_head"]] / weaker for r in runs]
             names = ", ".join(sorted({r["picked"] for r in runs}))
             names_head = ", ".join(sorted({r["picked_with_head"] for r in runs}))
-            lines.append(
-                f"| {source} -> {target} | " + " | ".join(cells) + f" | {names} | {np.mean(picked):.3f} "
-                f"(min {np.min(picked):.3f}) | {names_head} | {np.mean(picked_head):.3f} (min {np.min(picked_head):.3f}) |"
-            )
+            ratio = f"{np.mean(picked):.3f} (min {np.min(picked):.3f})"
+            ratio_head = f"{np.mean(picked_head):.3f} (min {np.min(picked_head):.3f})"
+            tail = f" | {names} | {ratio} | {names_head} | {ratio_head} |"
+            lines.append(f"| {source} -> {target} | " + " | ".join(cells) + tail)
         lines.append("")
     lines += [
         f"Label-free choice picked the route with the highest test accuracy in {picked_best} of {total} runs; with the "

@@ -61,7 +61,7 @@ def test_torch_in_torch_out_on_the_device(device):
 
 def test_dask_arrays_are_bridged_block_by_block():
     da = pytest.importorskip("dask.array", reason="needs pip install 'latentstitch[dask]'")
-    source, target, labels = angle_preserving_per_class(0, n=100)
+    source, target, _ = angle_preserving_per_class(0, n=100)
     for routes in (["procrustes"], ["relative"]):
         bridge = Bridge(routes=routes).fit(source, target)
         lazy = bridge.transform(da.from_array(source, chunks=30))
