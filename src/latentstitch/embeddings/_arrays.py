@@ -41,13 +41,16 @@ class NpyFile(EmbeddingFile):
         super().__init__(path, option)
         if key is not None or id_key is not None:
             raise self.error("is a .npy file, which holds one array and no ids; --key / --id-column do not apply")
+        with open(path, "rb") as handle:
+            if handle.read(6) != b"\x93NUMPY":
+                raise self.error("is not a readable .npy file (it does not start with the .npy header)")
         try:
             self.array = np.load(path, mmap_mode="r", allow_pickle=False)
         except ValueError as error:  # object arrays need pickle: refused
             raise self.error(f"cannot be read without pickle ({error}); save the vectors as a float array") from None
         except (OSError, EOFError) as error:
             raise self.error(f"is not a readable .npy file ({error})") from None
-        self._check_vectors(self.array, "the array")
+        self._check_vectors(self.array, "an array")
         self._set_shape(*self.array.shape, self.array.dtype)
 
     def _read_rows(self, start: int, stop: int) -> np.ndarray:
@@ -59,6 +62,9 @@ class NpzFile(_ArrayFile):
 
     def __init__(self, path: Path, option: str, *, key: str | None = None, id_key: str | None = None):
         super().__init__(path, option)
+        with open(path, "rb") as handle:
+            if handle.read(2) != b"PK":
+                raise self.error("is not a readable .npz file (not a zip archive)")
         try:
             archive = np.load(path, allow_pickle=False)
         except (ValueError, OSError, EOFError) as error:
@@ -128,7 +134,7 @@ class TorchFile(_ArrayFile):
         if isinstance(loaded, torch.Tensor):
             if key is not None or id_key is not None:
                 raise self.error("holds a single tensor; --key / --id-column do not apply")
-            vectors, name = loaded, "the tensor"
+            vectors, name = loaded, "a tensor"
         elif isinstance(loaded, dict):
             keys = [str(k) for k in loaded]
             chosen = self._pick_key(keys, key, "--key")

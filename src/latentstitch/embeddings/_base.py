@@ -46,15 +46,17 @@ class EmbeddingFile:
         dtype = np.dtype(array.dtype)
         if dtype.kind in "iub":
             raise self.error(
-                f"{what} holds {dtype} values, not floating-point vectors (an id or label column?); "
+                f"holds {dtype} values in {what}, not floating-point vectors (an id or label column?); "
                 "embeddings must be floats"
             )
         if dtype.kind != "f":
-            raise self.error(f"{what} holds {dtype} values, not floating-point vectors")
+            raise self.error(f"holds {dtype} values in {what}, not floating-point vectors")
         if len(array.shape) != 2:
-            raise self.error(f"{what} has shape {tuple(array.shape)}; expected (rows, features), one vector per row")
+            raise self.error(
+                f"holds {what} of shape {tuple(array.shape)}; expected (rows, features), one vector per row"
+            )
         if array.shape[0] == 0 or array.shape[1] == 0:
-            raise self.error(f"{what} is empty (shape {tuple(array.shape)})")
+            raise self.error(f"holds {what} of shape {tuple(array.shape)}: no vectors")
 
     def _set_shape(self, n_rows: int, n_features: int, dtype: Any) -> None:
         self.n_rows, self.n_features = int(n_rows), int(n_features)
