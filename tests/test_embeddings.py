@@ -37,7 +37,7 @@ def test_every_format_reads_back_what_was_written_whole_and_in_chunks(tmp_path, 
     _needs_pyarrow(suffix)
     ids = np.array([f"item-{i}" for i in range(23)]) if suffix not in (".npy", ".safetensors") else None
     path = write_embeddings(tmp_path / f"e{suffix}", vectors, ids=ids)
-    id_column = None if ids is None else ("id" if suffix in (".parquet", ".csv", ".tsv") else "ids")
+    id_column = None if ids is None else "id"
     opened = open_embeddings(path, id_column=id_column)
     assert (opened.n_rows, opened.n_features) == (23, 5)
     np.testing.assert_array_equal(opened.read(), vectors)
@@ -50,7 +50,7 @@ def test_every_format_reads_back_what_was_written_whole_and_in_chunks(tmp_path, 
 
 def test_integer_ids_survive_safetensors_and_npy_is_memory_mapped(tmp_path, vectors):
     path = write_embeddings(tmp_path / "e.safetensors", vectors, ids=np.arange(100, 123))
-    assert open_embeddings(path, id_column="ids").ids.tolist() == list(range(100, 123))
+    assert open_embeddings(path, id_column="id").ids.tolist() == list(range(100, 123))
     np.save(tmp_path / "big.npy", vectors)
     assert isinstance(open_embeddings(tmp_path / "big.npy").array, np.memmap)
 
@@ -141,8 +141,8 @@ def test_rows_pair_by_order_or_by_ids(tmp_path, vectors, rng):
     ids = np.array([f"w{i}" for i in range(23)])
     write_embeddings(tmp_path / "a.npz", vectors, ids=ids)
     write_embeddings(tmp_path / "b.npz", 2 * vectors[order], ids=ids[order])
-    a = read_embeddings(tmp_path / "a.npz", id_column="ids")
-    b = read_embeddings(tmp_path / "b.npz", id_column="ids")
+    a = read_embeddings(tmp_path / "a.npz", id_column="id")
+    b = read_embeddings(tmp_path / "b.npz", id_column="id")
     first, second, paired_ids = pair_rows(a, b, by_ids=True)
     np.testing.assert_array_equal(second, 2 * first)
     assert paired_ids.tolist() == ids.tolist()
@@ -150,14 +150,14 @@ def test_rows_pair_by_order_or_by_ids(tmp_path, vectors, rng):
     with pytest.raises(
         EmbeddingFileError, match=r"the ids do not match: 1 ids of a.npz are not in c.npz \(e.g. 'w0'\)"
     ):
-        pair_rows(a, read_embeddings(tmp_path / "c.npz", id_column="ids"), by_ids=True)
+        pair_rows(a, read_embeddings(tmp_path / "c.npz", id_column="id"), by_ids=True)
     with pytest.raises(EmbeddingFileError, match="rows are paired by order"):
         pair_rows(a, read_embeddings(tmp_path / "c.npz"), names=("SOURCE", "TARGET"))
     repeated = ids.copy()
     repeated[5] = repeated[6]
     write_embeddings(tmp_path / "d.npz", vectors, ids=repeated)
     with pytest.raises(EmbeddingFileError, match=r"d.npz has 1 repeated ids \(e.g. 'w6'\)"):
-        pair_rows(a, read_embeddings(tmp_path / "d.npz", id_column="ids"), by_ids=True)
+        pair_rows(a, read_embeddings(tmp_path / "d.npz", id_column="id"), by_ids=True)
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ class _ArrayFile(EmbeddingFile):
                     f"has no array {key!r} (given by {option}); its arrays are: {', '.join(keys) or 'none'}"
                 )
             return key
-        candidates = [k for k in keys if k not in {"ids", "id"}]
+        candidates = [k for k in keys if k not in {"ids", "id"}]  # ids are never the vectors
         if len(candidates) == 1:
             return candidates[0]
         for hint in KEY_HINTS:
@@ -72,9 +72,10 @@ class NpzFile(_ArrayFile):
         with archive:
             keys = list(archive.files)
             name = self._pick_key(keys, key, "--key")
+            ids_name = None if id_key is None else self._pick_key(keys, id_key, "--id-column")
             try:
                 self.array = archive[name]
-                ids = None if id_key is None else archive[self._pick_key(keys, id_key, "--id-column")]
+                ids = None if ids_name is None else archive[ids_name]
             except ValueError as error:
                 raise self.error(f"array {name!r} cannot be read without pickle ({error})") from None
         self._check_vectors(self.array, f"array {name!r}")

@@ -21,7 +21,8 @@ class EmbeddingWriter:
     """Write ``n_rows`` x ``n_features`` vectors to ``path`` in chunks: ``write(block)`` in row order, then
     ``close()``. ``ids`` (one per row) are written beside the vectors where the format has room for them (``.npz``,
     ``.safetensors`` for integer ids, ``.pt``, ``.parquet`` and ``.csv`` columns). ``key``: the array / column name of
-    the vectors (default "embeddings"). Use as a context manager."""
+    the vectors (default "embeddings"); the ids are always named "id" (read them back with ``id_column="id"``). Use
+    as a context manager."""
 
     def __init__(
         self,
@@ -98,20 +99,20 @@ class EmbeddingWriter:
     def _write_held(self, vectors: np.ndarray) -> None:
         ids = None if self.ids is None else np.asarray(self.ids)
         if self.suffix == ".npz":
-            np.savez(self.path, **{self.key: vectors}, **({} if ids is None else {"ids": ids}))
+            np.savez(self.path, **{self.key: vectors}, **({} if ids is None else {"id": ids}))
         elif self.suffix == ".safetensors":
             from safetensors.numpy import save_file
 
             arrays = {self.key: np.ascontiguousarray(vectors)}
             if ids is not None and ids.dtype.kind in "iu":
-                arrays["ids"] = ids.astype(np.int64)
+                arrays["id"] = ids.astype(np.int64)
             save_file(arrays, str(self.path))
         else:  # .pt: tensors and plain lists, readable with torch.load(weights_only=True)
             import torch
 
             payload: dict[str, Any] = {self.key: torch.from_numpy(np.ascontiguousarray(vectors))}
             if ids is not None:
-                payload["ids"] = torch.from_numpy(ids.astype(np.int64)) if ids.dtype.kind in "iu" else ids.tolist()
+                payload["id"] = torch.from_numpy(ids.astype(np.int64)) if ids.dtype.kind in "iu" else ids.tolist()
             torch.save(payload, self.path)
 
     def __enter__(self) -> EmbeddingWriter:
