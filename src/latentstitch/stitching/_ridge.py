@@ -3,13 +3,16 @@ eigendecomposition per fold (``ridge_path``), and the stitcher that uses it (``L
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from latentstitch._folds import kfold, training_rows
+from latentstitch._backend import matmul
+from latentstitch._folds import kfold
+from latentstitch._moments import CrossMoments
 from latentstitch._validation import (
     ArrayLike,
     as_float_tensor,
@@ -19,7 +22,7 @@ from latentstitch._validation import (
     check_same_rows,
 )
 from latentstitch.relative._transforms import SPREAD_FLOOR, check_spread_floor, floored_spread
-from latentstitch.stitching._base import _AffineMap
+from latentstitch.stitching._base import _AffineMap, moments_of_rows
 from latentstitch.stitching._least_squares import RIDGE_UNITS, LeastSquares, gram_ridge
 
 #: Default ridges, in "relative" units (fractions of the mean eigenvalue of the Gram matrix): 1e-4 to 1e2,
@@ -108,21 +111,20 @@ def ridge_path(
     check_same_rows(a, b, "source", "target")
     if a.device != b.device:
         raise ValueError(f"source is on device {a.device} but target is on {b.device}; move them to the same device")
-    a, b = a.to(torch.float64), b.to(torch.float64)
     parts = kfold(a.shape[0], check_positive_int(folds, "folds", minimum=2), seed, name="folds")
+    # Each part's float64 moments once; a training set's are the merge of the other parts' (d x d additions), so the
+    # Gram matrices cost one pass over the rows in all, not one per fold.
+    index = [torch.as_tensor(part, device=a.device) for part in parts]
+    moments = [moments_of_rows(a[rows], b[rows], ("aa", "ab")) for rows in index]
     scores = np.empty((len(parts), values.size))
-    for k, held_out in enumerate(parts):
-        train = torch.as_tensor(training_rows(parts, k), device=a.device)
-        test = torch.as_tensor(held_out, device=a.device)
-        scores[k] = _fold_path(
-            a[train], b[train], a[test], b[test], values, bias or standardize, standardize, ridge_units, floor
-        )
+    for k, rows in enumerate(index):
+        train = functools.reduce(lambda left, right: left.merge(right), [m for j, m in enumerate(moments) if j != k])
+        scores[k] = _fold_path(train, a[rows], b[rows], values, bias or standardize, standardize, ridge_units, floor)
     return RidgePath(values, scores, ridge_units)
 
 
 def _fold_path(
-    a: torch.Tensor,
-    b: torch.Tensor,
+    train: CrossMoments,
     a_test: torch.Tensor,
     b_test: torch.Tensor,
     ridges: np.ndarray,
@@ -131,20 +133,26 @@ def _fold_path(
     units: str,
     floor: float,
 ) -> np.ndarray:
-    mean_a = a.mean(dim=0) if center else torch.zeros_like(a[0])
-    mean_b = b.mean(dim=0) if center else torch.zeros_like(b[0])
-    a, b = a - mean_a, b - mean_b
-    scale_a = floored_spread(a.std(dim=0, unbiased=False), floor) if standardize else torch.ones_like(mean_a)
-    a = a / scale_a
-    gram = a.T @ a
+    a_test, b_test = a_test.to(torch.float64), b_test.to(torch.float64)
+    if center:
+        mean_a, mean_b = train.mean_a, train.mean_b
+        gram, cross = train.centered_aa(), train.centered_ab()
+    else:
+        mean_a, mean_b = torch.zeros_like(train.shift_a), torch.zeros_like(train.shift_b)
+        gram, cross = train.raw_aa(), train.raw_ab()
+    scale = torch.ones_like(mean_a)
+    if standardize:  # StandardScaling of the training rows (population std, floored), as a diagonal change of basis
+        scale = floored_spread(torch.sqrt(gram.diagonal().clamp_min(0) / train.count), floor)
+        gram = gram / torch.outer(scale, scale)
+        cross = cross / scale[:, None]
     eigenvalues, eigenvectors = torch.linalg.eigh(gram)
     # M(r) = V diag(1 / (l + r)) P with P = V^T A^T B, in scaled source units. Standardising the target changes
     # nothing: ridge least squares treats every target column on its own, so a column's scale factors out.
-    projected = eigenvectors.T @ (a.T @ b)
-    z = ((a_test - mean_a) / scale_a) @ eigenvectors  # held-out rows in the eigenbasis
+    projected = matmul(eigenvectors.T.contiguous(), cross)
+    z = matmul(((a_test - mean_a) / scale).contiguous(), eigenvectors)  # held-out rows in the eigenbasis
     residual = b_test - mean_b
-    along = ((z.T @ residual) * projected).sum(dim=1)  # u_i = sum_j (Z^T E)_ij P_ij
-    cross = (z.T @ z) * (projected @ projected.T)  # (Z^T Z) o (P P^T)
+    along = (matmul(z.T.contiguous(), residual) * projected).sum(dim=1)  # u_i = sum_j (Z^T E)_ij P_ij
+    crossed = matmul(z.T.contiguous(), z) * matmul(projected, projected.T.contiguous())  # (Z^T Z) o (P P^T)
     total = float(((b_test - b_test.mean(dim=0)) ** 2).sum())
     if total <= 0:
         raise ValueError("target: a held-out fold has zero variance, so R^2 is undefined")
@@ -156,7 +164,7 @@ def _fold_path(
         shifted = eigenvalues + gram_ridge(float(ridge), units, trace, p)
         keep = shifted > p * torch.finfo(torch.float64).eps * max(float(shifted.max()), 0.0)
         weights = torch.where(keep, 1.0 / torch.where(keep, shifted, torch.ones_like(shifted)), 0.0)
-        sse = base - 2 * float(weights @ along) + float(weights @ (cross @ weights))
+        sse = base - 2 * float(weights @ along) + float(weights @ (crossed @ weights))
         out[j] = 1.0 - sse / total
     return out
 
