@@ -40,8 +40,8 @@ def select_anchors(
         take one per class in sorted class order, round-robin, until ``n`` (classes that run out are skipped).
         Needs ``labels``.
     kmeans
-        k-means with ``n`` clusters (Lloyd's algorithm from a k-means++ start, ``seed``); for each centroid the real
-        sample nearest to it (distinct samples). The data are clustered in float32.
+        k-means with ``n`` clusters (Lloyd's algorithm from a greedy k-means++ start, ``seed``); for each centroid the
+        real sample nearest to it (distinct samples). The data are clustered in float32.
     farthest
         Farthest-point sampling (greedy k-center): start at a seeded random sample, then repeatedly add the
         sample farthest (Euclidean) from those chosen. Covers the space, including outliers.
@@ -115,6 +115,16 @@ class _NearestDistances:
         self.nearest[index] = 0
         self.chosen.append(index)
 
+    def add_best_of(self, candidates: np.ndarray) -> None:
+        """Add the candidate that leaves the smallest total squared distance (the greedy k-means++ step): all
+        candidates' distances come from one matrix product, so the data are still read once per step."""
+        distances = self.squares[:, None] - 2 * (self.x @ self.x[candidates].T) + self.squares[candidates][None, :]
+        after = np.minimum(self.nearest[:, None], np.maximum(distances, 0))
+        best = int(np.argmin(after.sum(axis=0, dtype=np.float64)))
+        self.nearest = after[:, best].copy()
+        self.nearest[candidates[best]] = 0
+        self.chosen.append(int(candidates[best]))
+
     def is_new(self, index: int) -> bool:
         """Whether sample ``index`` differs from every chosen one (exactly, in float64)."""
         scale = max(float(self.squares.max()), np.finfo(np.float64).tiny)
@@ -125,15 +135,20 @@ class _NearestDistances:
 
 
 def _kmeans_plus_plus(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    """k-means++ seeding (Arthur and Vassilvitskii 2007): each new centre drawn with probability proportional to
-    the squared distance to the nearest centre so far."""
+    """Greedy k-means++ seeding (Arthur and Vassilvitskii 2007, with scikit-learn's ``2 + log(n)`` trials per centre):
+    draw candidates with probability proportional to the squared distance to the nearest centre so far, keep the one
+    that lowers the total squared distance most."""
     tracker = _NearestDistances(x)
     tracker.add(int(rng.integers(x.shape[0])))
+    trials = 2 + int(np.log(n))
     for _ in range(n - 1):
         weights = tracker.nearest.astype(np.float64)
         total = weights.sum()
-        index = int(rng.choice(x.shape[0], p=weights / total)) if total > 0 else int(rng.integers(x.shape[0]))
-        tracker.add(index)
+        if total > 0:
+            candidates = rng.choice(x.shape[0], size=trials, p=weights / total)
+        else:
+            candidates = rng.integers(x.shape[0], size=1)
+        tracker.add_best_of(np.unique(candidates))
     return x[tracker.chosen]
 
 
