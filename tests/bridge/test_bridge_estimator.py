@@ -137,3 +137,18 @@ def test_bad_inputs_are_named(rng):
     bridge.fit(source, target)
     with pytest.raises(ValueError, match="source: has 5 features but the bridge was fitted on 24-feature source"):
         bridge.transform(source[:, :5])
+
+
+def test_relative_route_describes_each_side_by_its_own_anchors(rng):
+    from latentstitch import RobustRelativeProjection, relative_projection
+
+    source, target = rng.normal(size=(30, 6)), rng.normal(size=(30, 9)) + 4
+    x, y = rng.normal(size=(5, 6)), rng.normal(size=(5, 9)) + 4
+    route = RelativeRoute("cosine", center=True).fit(source, target)
+    np.testing.assert_allclose(route.transform(x), relative_projection(x, source, center=True))
+    np.testing.assert_allclose(route.transform_target(y), relative_projection(y, target, center=True))
+    robust = RelativeRoute(robust=True).fit(source, target)
+    expected = RobustRelativeProjection(9, eps=0.0).fit(target).transform(y)
+    np.testing.assert_allclose(robust.transform_target(y), expected)
+    with pytest.raises(ValueError, match="x: has 9 features but the source anchors have 6"):
+        route.transform(y)
