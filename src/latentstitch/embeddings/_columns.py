@@ -110,6 +110,15 @@ class _ArrowFile(EmbeddingFile):
             arrays.append(column.to_numpy(zero_copy_only=False))
         return np.column_stack(arrays)
 
+    def chunks(self, rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+        start = 0
+        for batch in self._batches(rows or self.chunk_rows()):
+            yield start, self._checked(self._block(batch, start), start)
+            start += batch.num_rows
+
+    def _batches(self, rows: int) -> Iterator[Any]:
+        raise NotImplementedError
+
     def _first_width(self, batch: Any) -> int:
         if batch.num_rows == 0:
             raise self.error("has no rows")
@@ -151,11 +160,8 @@ class ParquetFile(_ArrowFile):
             ids = self.file.read(columns=[id_key]).column(0)
             self._set_ids(ids.to_numpy(zero_copy_only=False), f"column {id_key!r}")
 
-    def chunks(self, rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
-        start = 0
-        for batch in self.file.iter_batches(batch_size=rows or self.chunk_rows(), columns=self.columns):
-            yield start, self._checked(self._block(batch, start), start)
-            start += batch.num_rows
+    def _batches(self, rows: int) -> Iterator[Any]:
+        return self.file.iter_batches(batch_size=rows, columns=self.columns)  # row group by row group
 
 
 class HuggingFaceFolder(_ArrowFile):
@@ -193,11 +199,8 @@ class HuggingFaceFolder(_ArrowFile):
         if id_key is not None:
             self._set_ids(self.table.column(id_key).to_numpy(), f"column {id_key!r}")
 
-    def chunks(self, rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
-        start = 0
-        for batch in self.table.select(self.columns).to_batches(max_chunksize=rows or self.chunk_rows()):
-            yield start, self._checked(self._block(batch, start), start)
-            start += batch.num_rows
+    def _batches(self, rows: int) -> Iterator[Any]:
+        return iter(self.table.select(self.columns).to_batches(max_chunksize=rows))
 
 
 class CsvFile(EmbeddingFile):
