@@ -10,8 +10,8 @@ from latentstitch._cli import input_file, positive_int
 
 
 def add_pair_arguments(parser: argparse.ArgumentParser, first: str, second: str, first_help: str, second_help: str):
-    parser.add_argument(first, help=first_help)
-    parser.add_argument(second, help=second_help)
+    parser.add_argument(first, metavar=first.upper(), help=first_help)
+    parser.add_argument(second, metavar=second.upper(), help=second_help)
     add_file_options(parser, sides=(first.lower(), second.lower()))
 
 

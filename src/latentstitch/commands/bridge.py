@@ -74,8 +74,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    apply.add_argument("bridge", help="a bridge saved by `latentstitch bridge fit`")
-    apply.add_argument("new", help="vectors to bridge: the new model's (or, with --target, the old model's)")
+    apply.add_argument("bridge", metavar="BRIDGE", help="a bridge saved by `latentstitch bridge fit`")
+    apply.add_argument(
+        "new", metavar="NEW", help="vectors to bridge: the new model's (or, with --target, the old model's)"
+    )
     apply.add_argument(
         "-o",
         "--output",
