@@ -152,3 +152,16 @@ def test_relative_route_describes_each_side_by_its_own_anchors(rng):
     np.testing.assert_allclose(robust.transform_target(y), expected)
     with pytest.raises(ValueError, match="x: has 9 features but the source anchors have 6"):
         route.transform(y)
+
+
+def test_rows_can_be_matched_by_ids(rng):
+    source, target, _ = rotated_scaled_shifted(2, n=60)
+    ids = np.array([f"item{i}" for i in range(60)])
+    order = rng.permutation(60)
+    by_ids = Bridge(routes=["procrustes"]).fit(source, target[order], source_ids=ids, target_ids=ids[order])
+    by_order = Bridge(routes=["procrustes"]).fit(source, target)
+    np.testing.assert_allclose(by_ids.transform(source[:5]), by_order.transform(source[:5]), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=r"source_ids, target_ids: the ids do not match: 1 ids of the source"):
+        Bridge(routes=["procrustes"]).fit(source, target, source_ids=ids, target_ids=np.r_[ids[:-1], ["other"]])
+    with pytest.raises(ValueError, match="give both to match rows by id"):
+        Bridge(routes=["procrustes"]).fit(source, target, source_ids=ids)

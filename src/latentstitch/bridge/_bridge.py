@@ -135,6 +135,8 @@ class Bridge(Persistable, BaseEstimator):
         target: ArrayLike,
         *,
         head: Callable[[Any], Any] | None = None,
+        source_ids: Sequence[Any] | None = None,
+        target_ids: Sequence[Any] | None = None,
         progress: bool = False,
     ) -> Bridge:
         """Score every route by cross-validation on the parallel anchors, choose one, fit it on all of them.
@@ -148,11 +150,18 @@ class Bridge(Persistable, BaseEstimator):
         head : callable, optional
             The consumer of target vectors (``head(target_vectors) -> predictions``: labels, or one row of scores
             per vector); adds prediction agreement and makes it the score the choice uses.
+        source_ids, target_ids : sequences, optional
+            One id per row of each side: the target rows are then matched to the source rows by id (both sides must
+            hold the same ids, each once) instead of by order.
         progress : bool
             Show a progress bar over the route fits.
         """
         specs = resolve_routes(self.routes)
         cv = check_positive_int(self.cv, "cv", minimum=2)
+        if (source_ids is None) != (target_ids is None):
+            raise ValueError("source_ids, target_ids: give both to match rows by id, or neither to pair them by order")
+        if source_ids is not None:
+            target = _rows(target, _matched(source_ids, target_ids, source, target))
         counts = self._budget_counts()
         s = as_float_tensor(source, "source", ndim=2, min_rows=1)
         t = as_float_tensor(target, "target", ndim=2, min_rows=1)
@@ -309,6 +318,15 @@ class Bridge(Persistable, BaseEstimator):
 
 
 # --- cross-validation of one route -------------------------------------------------------------------------------
+
+
+def _matched(source_ids: Any, target_ids: Any, source: Any, target: Any) -> np.ndarray:
+    from latentstitch.embeddings import match_ids
+
+    for name, ids, rows in (("source_ids", source_ids, source), ("target_ids", target_ids, target)):
+        if len(ids) != len(rows):
+            raise ValueError(f"{name}: expected one id per row ({len(rows)}), got {len(ids)}")
+    return match_ids(source_ids, target_ids, ("source_ids", "target_ids"), ("the source", "the target"))
 
 
 def _rows(x: Any, index: np.ndarray) -> Any:

@@ -12,7 +12,14 @@ Every bad input (missing file, unknown key or column, ragged rows, NaN, mismatch
 """
 
 from latentstitch.embeddings._base import EmbeddingFile, EmbeddingFileError
-from latentstitch.embeddings._open import READERS, Embeddings, open_embeddings, pair_rows, read_embeddings
+from latentstitch.embeddings._open import (
+    READERS,
+    Embeddings,
+    match_ids,
+    open_embeddings,
+    pair_rows,
+    read_embeddings,
+)
 from latentstitch.embeddings._write import WRITABLE, EmbeddingWriter, write_embeddings
 
 __all__ = [
@@ -22,6 +29,7 @@ __all__ = [
     "EmbeddingFileError",
     "EmbeddingWriter",
     "Embeddings",
+    "match_ids",
     "open_embeddings",
     "pair_rows",
     "read_embeddings",

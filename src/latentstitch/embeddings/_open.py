@@ -100,15 +100,28 @@ def pair_rows(
     for name, side in zip(names, (first, second), strict=True):
         if side.ids is None:
             raise EmbeddingFileError(f"{name}: {side.path.name} has no ids to pair by")
-    keys = [np.asarray(side.ids).astype(str) for side in (first, second)]
-    for name, side, values in zip(names, (first, second), keys, strict=True):
+    order = match_ids(first.ids, second.ids, names, (first.path.name, second.path.name))
+    return first.vectors, second.vectors[order], first.ids
+
+
+def match_ids(
+    first: object, second: object, names: tuple[str, str] = ("first", "second"), labels: tuple[str, str] | None = None
+) -> np.ndarray:
+    """The order of ``second``'s rows that lists them as ``first`` does: ``second_rows[order]`` is parallel to
+    ``first_rows``. Ids are compared as strings; both sides must hold the same set of ids, each once.
+    ``names``: the arguments or options to name in errors; ``labels``: how to call each side (file names)."""
+    labels = labels or names
+    keys = [np.asarray(ids).astype(str) for ids in (first, second)]
+    for name, label, values in zip(names, labels, keys, strict=True):
+        if values.ndim != 1:
+            raise EmbeddingFileError(f"{name}: expected one id per row (a 1-D sequence), got shape {values.shape}")
         unique, counts = np.unique(values, return_counts=True)
         if (counts > 1).any():
             repeated = unique[counts > 1]
             examples = ", ".join(map(repr, repeated[:3].tolist()))
             raise EmbeddingFileError(
-                f"{name}: {side.path.name} has {len(repeated)} repeated ids (e.g. {examples}); each item must appear "
-                "once to be paired"
+                f"{name}: {label} has {len(repeated)} repeated ids (e.g. {examples}); each item must appear once to "
+                "be paired"
             )
     only_first = np.setdiff1d(keys[0], keys[1])
     only_second = np.setdiff1d(keys[1], keys[0])
@@ -116,10 +129,9 @@ def pair_rows(
         first_examples = ", ".join(map(repr, only_first[:3].tolist())) or "none"
         second_examples = ", ".join(map(repr, only_second[:3].tolist())) or "none"
         raise EmbeddingFileError(
-            f"{names[0]}, {names[1]}: the ids do not match: {only_first.size} ids of {first.path.name} are not in "
-            f"{second.path.name} (e.g. {first_examples}) and {only_second.size} of {second.path.name} are not in "
-            f"{first.path.name} (e.g. {second_examples})"
+            f"{names[0]}, {names[1]}: the ids do not match: {only_first.size} ids of {labels[0]} are not in "
+            f"{labels[1]} (e.g. {first_examples}) and {only_second.size} of {labels[1]} are not in {labels[0]} "
+            f"(e.g. {second_examples})"
         )
     position = {value: i for i, value in enumerate(keys[1])}
-    order = np.fromiter((position[value] for value in keys[0]), dtype=np.int64, count=len(keys[0]))
-    return first.vectors, second.vectors[order], first.ids
+    return np.fromiter((position[value] for value in keys[0]), dtype=np.int64, count=len(keys[0]))
