@@ -59,16 +59,16 @@ def image_data():
 def measure_direction(data, y_train, y_test, source, target, anchors, routes):
     from latentstitch.bridge import Bridge, LinearHead, get_route
 
-    (s_train, s_test), (t_train, _t_test) = data[source], data[target]
+    (s_train, s_test), (t_train, _) = data[source], data[target]
+    target_head = LinearHead().fit(t_train, y_train)  # every translation route's consumer: the target's own head
     accuracy = {}
     for name in routes:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             route = get_route(name).build().fit(s_train[anchors], t_train[anchors])
         relative = get_route(name).family == "relative"
-        head = LinearHead().fit(route.transform_target(t_train) if relative else t_train, y_train)
+        head = LinearHead().fit(route.transform_target(t_train), y_train) if relative else target_head
         accuracy[name] = head.score(route.transform(s_test), y_test)
-    target_head = LinearHead().fit(t_train, y_train)
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
