@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from synthetic_pairs import angle_preserving_per_class, rotated_scaled_shifted
 
 from latentstitch.bridge import CLEAR_Z, Bridge, BridgeWarning, chance_mrr
@@ -96,3 +98,18 @@ def test_anchor_budget_scores_fewer_anchors_on_the_same_held_out_folds():
     assert bridge.budget_[1]["procrustes"][0] >= 0.95
     with pytest.raises(ValueError, match="budget: expected an integer >= 2"):
         Bridge(budget=(1,)).fit(source, target)
+
+
+@given(seed=st.integers(0, 2**16), scale=st.floats(0.01, 100.0), shift=st.floats(-10.0, 10.0))
+def test_relative_routes_scores_ignore_rotations_rescalings_and_with_centring_shifts_of_a_space(seed, scale, shift):
+    from latentstitch.invariance import random_transform
+
+    source, target, _ = angle_preserving_per_class(seed % 7, n=60, d=8)
+    moved = scale * source @ random_transform("orthogonal", 8, seed).matrix
+    routes = ["relative", "relative_centered"]
+    first = Bridge(routes=routes).fit(source, target).routes_
+    second = Bridge(routes=routes).fit(moved.astype(np.float32), target).routes_
+    shifted = Bridge(routes=["relative_centered"]).fit(source + np.float32(shift), target).routes_
+    for a, b in zip(first, second, strict=True):
+        assert a["mrr"][0] == pytest.approx(b["mrr"][0], abs=1e-6) and a["top1"] == pytest.approx(b["top1"], abs=1e-6)
+    assert shifted[0]["mrr"][0] == pytest.approx(first[1]["mrr"][0], abs=1e-6)
