@@ -17,7 +17,7 @@ from latentstitch.stitching import RankDeficiencyWarning
 SEEDS = (0, 1, 2)
 
 
-def _row(bridge, name):
+def _route(bridge, name):
     return next(row for row in bridge.routes_ if row["route"] == name)
 
 
@@ -25,7 +25,7 @@ def _row(bridge, name):
 def test_rotation_scale_shift_and_noise_pick_a_translation_route_with_near_perfect_retrieval(seed):
     source, target, image = rotated_scaled_shifted(seed)
     bridge = Bridge().fit(source, target)
-    chosen = _row(bridge, bridge.route_)
+    chosen = _route(bridge, bridge.route_)
     assert bridge.family_ == "translation" and bridge.reliable_
     # measured over seeds 0-4: top-1 1.000 +- 0.000 for every translation route (noise 0.1 against scale 2.5)
     assert chosen["top1"][0] >= 0.97 and chosen["r2"][0] >= 0.99
@@ -39,11 +39,11 @@ def test_an_angle_preserving_nonlinear_map_picks_the_route_it_leaves_intact(seed
     source, target, _ = angle_preserving_per_class(seed)
     bridge = Bridge().fit(source, target)
     # cosine relative representations are exactly invariant to this map: perfect retrieval
-    assert _row(bridge, "relative")["mrr"][0] == pytest.approx(1.0)
+    assert _route(bridge, "relative")["mrr"][0] == pytest.approx(1.0)
     best = max(row["mrr"][0] for row in bridge.routes_)
-    assert _row(bridge, bridge.route_)["mrr"][0] == best
+    assert _route(bridge, bridge.route_)["mrr"][0] == best
     # ... and the map is really non-linear: ridge least squares cannot follow it (measured R^2 0.68-0.81)
-    assert _row(bridge, "ridge")["r2"][0] < 0.9
+    assert _route(bridge, "ridge")["r2"][0] < 0.9
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -68,8 +68,8 @@ def test_a_head_makes_prediction_agreement_the_choice(rng):
     source, target, labels = angle_preserving_per_class(3, n=200)
     head = LogisticRegression(max_iter=2000).fit(target, labels)
     bridge = Bridge(routes=["procrustes", "relative"]).fit(source, target, head=head.predict)
-    assert bridge.primary_ == "agreement"
-    relative, procrustes = _row(bridge, "relative"), _row(bridge, "procrustes")
+    assert bridge.criterion_ == "agreement"
+    relative, procrustes = _route(bridge, "relative"), _route(bridge, "procrustes")
     assert relative["agreement"][0] >= 0.95  # its LinearHead reproduces the head from exact relative vectors
     assert bridge.route_ == max((relative, procrustes), key=lambda r: r["agreement"][0])["route"]
     scores = head.predict_proba  # a head giving one row of scores per vector works as well
@@ -113,3 +113,48 @@ def test_relative_routes_scores_ignore_rotations_rescalings_and_with_centring_sh
     for a, b in zip(first, second, strict=True):
         assert a["mrr"][0] == pytest.approx(b["mrr"][0], abs=1e-6) and a["top1"] == pytest.approx(b["top1"], abs=1e-6)
     assert shifted[0]["mrr"][0] == pytest.approx(first[1]["mrr"][0], abs=1e-6)
+
+
+def _misses(*items, n=100):
+    """Held-out reciprocal ranks of n anchors: 1 (partner found first) except 0.5 at ``items``."""
+    return np.asarray([0.5 if i in items else 1.0 for i in range(n)])
+
+
+def _row(route, family, ranks, r2=None):
+    return {
+        "route": route,
+        "family": family,
+        "error": None,
+        "clearly_better": True,
+        "mrr": [float(ranks.mean()), 0.0],
+        "r2": None if r2 is None else [r2, 0.0],
+    }
+
+
+def test_the_rule_keeps_translation_unless_relative_finds_partners_clearly_better():
+    from latentstitch.bridge._crossval import choose_route
+
+    per_item = {"ridge": _misses(1, 2, 3, 4, 5, 6), "procrustes_scaled": _misses(1, 2), "relative_robust": _misses(7)}
+    rows = [
+        _row("ridge", "translation", per_item["ridge"], r2=0.6),
+        _row("procrustes_scaled", "translation", per_item["procrustes_scaled"], r2=0.4),
+        _row("relative_robust", "relative", per_item["relative_robust"]),
+    ]
+    # relative gains 0.005 per anchor on average, about 1 standard error: translation, ranked by held-out R^2
+    assert choose_route(rows, "label-free", per_item)[0]["route"] == "ridge"
+    # a relative route that finds every partner where the best translation misses 20 of 100: clearly better
+    per_item["procrustes_scaled"] = _misses(*range(20))
+    per_item["relative"] = _misses()
+    rows[1]["mrr"][0] = float(per_item["procrustes_scaled"].mean())
+    rows.append(_row("relative", "relative", per_item["relative"]))
+    assert choose_route(rows, "label-free", per_item)[0]["route"] == "relative"
+
+
+def test_within_translation_the_closest_to_the_target_vectors_wins(rng):
+    source = rng.normal(size=(200, 16)).astype(np.float32)
+    stretch = np.geomspace(0.05, 20.0, 16).astype(np.float32)  # anisotropic: no orthogonal map matches it
+    target = (source * stretch) @ np.linalg.qr(rng.normal(size=(16, 16)))[0].astype(np.float32)
+    target += 0.05 * rng.normal(size=target.shape).astype(np.float32)
+    bridge = Bridge(routes=["procrustes_scaled", "ridge"]).fit(source, target)
+    rows = {row["route"]: row for row in bridge.routes_}
+    assert bridge.route_ == "ridge" and rows["ridge"]["r2"][0] > rows["procrustes_scaled"]["r2"][0]

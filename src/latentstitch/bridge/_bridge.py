@@ -37,11 +37,20 @@ from latentstitch.distributed._arrays import is_dask_array, map_rows
 from latentstitch.stitching import RankDeficiencyWarning
 
 SELECTION_RULE = (
-    "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. The choice: among the "
-    "routes clearly better than shuffled pairs (pooled held-out MRR at least 3 standard errors above the MRR of "
-    "shuffled pairs, H_n/n), the one with the highest mean held-out {primary} over the folds (ties: the higher "
-    "MRR, then the order of the route list). When no route is clearly better, the best by the same score is kept "
-    "and a warning says the bridge is not reliable."
+    "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. Eligible: the routes "
+    "clearly better than shuffled pairs (pooled held-out MRR at least 3 standard errors above the MRR of shuffled "
+    "pairs, H_n/n; when none is, every route, and a warning says the bridge is not reliable). {rule}"
+)
+_LABEL_FREE_RULE = (
+    "Family: translation (the old model's consumer is reused as it is), unless the best relative route's "
+    "held-out reciprocal ranks beat the best translation route's by more than 2 standard errors, paired over the "
+    "anchors (the relation is not close to linear). Within translation, the highest mean held-out R^2 (the "
+    "bridged vector closest to the true target vector, which is what a fixed head or index reads); within "
+    "relative, the highest mean MRR. Ties: the higher MRR, then the order of the route list."
+)
+_HEAD_RULE = (
+    "The highest mean held-out prediction agreement with the head, over both families (ties: the higher MRR, then "
+    "the order of the route list)."
 )
 
 
@@ -99,12 +108,13 @@ class Bridge(Persistable, BaseEstimator):
         chance, in standard errors), "clearly_better", "seconds", "error" (a route that failed to fit).
     reliable_ : bool
         Whether the chosen route is clearly better than shuffled pairs.
-    primary_ : str
-        The score the choice used ("mrr", or "agreement" with a head).
+    criterion_ : str
+        How the route was chosen: "label-free" (``SELECTION_RULE``) or "agreement" (with a head).
     notes_ : list of str
         What was said while fitting (rank deficiency, reliability), in words.
     budget_ : list of dict or None
-        One row per anchor count: {"anchors", route name -> [mean, std] of the primary score}.
+        One row per anchor count: {"anchors", route name -> [mean, std] of the held-out MRR (or, with a head,
+        prediction agreement)}.
     n_anchors_, n_features_source_, n_features_target_ : int
 
     Examples
@@ -178,14 +188,17 @@ class Bridge(Persistable, BaseEstimator):
                 if bar is not None:
                     bar.advance(task)
 
+            per_item: dict[str, np.ndarray] = {}
             rows = [
-                cross_validate_route(spec, source, target, parts, reference, self.seed, head, deficient, advance)
+                cross_validate_route(
+                    spec, source, target, parts, reference, self.seed, head, deficient, advance, per_item=per_item
+                )
                 for spec in specs
             ]
             budget = self._anchor_budget(specs, source, target, parts, reference, head, counts, advance)
         pass_through([w for w in caught if not issubclass(w.category, (RankDeficiencyWarning, ConvergenceWarning))])
-        self.primary_ = "agreement" if head is not None else "mrr"
-        chosen, reliable = choose_route(rows, self.primary_)
+        self.criterion_ = "agreement" if head is not None else "label-free"
+        chosen, reliable = choose_route(rows, "agreement" if head is not None else "label-free", per_item)
         for row in rows:
             row["chosen"] = row["route"] == chosen["route"]
         self.routes_ = rows
@@ -223,7 +236,7 @@ class Bridge(Persistable, BaseEstimator):
                 row = cross_validate_route(
                     spec, source, target, parts, reference, self.seed, head, {}, advance, subsets
                 )
-                entry[spec.name] = row.get("agreement" if head is not None else "mrr")
+                entry[spec.name] = row.get("agreement" if head is not None else "mrr")  # comparable down a column
             out.append(entry)
         return out
 
@@ -303,7 +316,7 @@ class Bridge(Persistable, BaseEstimator):
     # --- reporting -------------------------------------------------------------------------------------------------
     def selection_rule(self) -> str:
         check_is_fitted(self, "routes_")
-        return SELECTION_RULE.format(primary="prediction agreement" if self.primary_ == "agreement" else "MRR")
+        return SELECTION_RULE.format(rule=_HEAD_RULE if self.criterion_ == "agreement" else _LABEL_FREE_RULE)
 
     def _check_loaded(self) -> None:
         if self.route_ not in [row["route"] for row in self.routes_]:

@@ -57,11 +57,15 @@ def cross_validate_route(
     deficient: dict[str, int],
     advance: Callable[[], None],
     subsets: list[np.ndarray] | None = None,
+    per_item: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """One route's scores on every fold (``subsets``: the training rows to use per fold, for the anchor budget)."""
+    """One route's scores on every fold (``subsets``: the training rows to use per fold, for the anchor budget).
+    ``per_item`` receives the route's held-out reciprocal rank of every anchor (fold after fold), for paired
+    comparisons between routes."""
     started = time.perf_counter()
     folds: dict[str, list[float]] = {}
-    sizes = []
+    sizes: list[int] = []
+    reciprocal: list[np.ndarray] = []
     rng = np.random.default_rng(seed)
     row: dict[str, Any] = {"route": spec.name, "family": spec.family, "description": spec.description, "error": None}
     for k, held_out in enumerate(parts):
@@ -83,7 +87,8 @@ def cross_validate_route(
             row["error"] = " ".join(str(error).split()) or type(error).__name__
             advance()
             break
-        scores = pair_scores(bridged, partner)
+        scores = pair_scores(bridged, partner, per_item=True)
+        reciprocal.append(scores.pop("reciprocal_ranks"))
         shuffled = pair_scores(bridged, take_rows(partner, derangement(len(held_out), rng)))
         for name in SCORES:
             folds.setdefault(name, []).append(scores[name])
@@ -101,6 +106,8 @@ def cross_validate_route(
             row["r2"] = row["shuffled_r2"] = None
         row["z"] = mrr_z_score(folds["mrr"], sizes)
         row["chance_mrr"] = sum(chance_mrr(n)[0] * n for n in sizes) / sum(sizes)
+        if per_item is not None:
+            per_item[spec.name] = np.concatenate(reciprocal)
     else:
         row.update({name: None for name in (*SCORES, *(f"shuffled_{n}" for n in SCORES), "agreement")})
         row.update({"z": float("-inf"), "chance_mrr": None})
@@ -125,15 +132,40 @@ def _agreement(spec, estimator, head, bridged, target, train, reference, held_ou
     return agreement(proxy.predict(bridged), reference[held_out])
 
 
-def choose_route(rows: list[dict], primary: str) -> tuple[dict, bool]:
+#: A relative route is chosen over the translation routes only when its held-out MRR beats the best translation
+#: route's by more than this many standard errors (paired over the held-out anchors).
+FAMILY_MARGIN = 2.0
+
+
+def choose_route(rows: list[dict], primary: str, per_item: dict[str, np.ndarray]) -> tuple[dict, bool]:
+    """The route the documented rule (``SELECTION_RULE``) picks, and whether it is clearly better than shuffled."""
     fitted = [r for r in rows if r["error"] is None]
     if not fitted:
         raise ValueError("routes: no route could be fitted: " + "; ".join(f"{r['route']}: {r['error']}" for r in rows))
     clear = [r for r in fitted if r["clearly_better"]]
     pool = clear or fitted
     order = {id(r): i for i, r in enumerate(rows)}
-    best = max(pool, key=lambda r: (r[primary][0], r["mrr"][0], -order[id(r)]))
-    return best, bool(clear)
+    if primary == "agreement":
+        return max(pool, key=lambda r: (r["agreement"][0], r["mrr"][0], -order[id(r)])), bool(clear)
+    family = "translation" if _translation_suffices(pool, per_item) else "relative"
+    pool = [r for r in pool if r["family"] == family]
+    score = "r2" if family == "translation" else "mrr"
+    return max(pool, key=lambda r: (r[score][0], r["mrr"][0], -order[id(r)])), bool(clear)
+
+
+def _translation_suffices(pool: list[dict], per_item: dict[str, np.ndarray]) -> bool:
+    """Whether a translation route finds partners about as well as the best relative route: the best relative
+    route's gain in reciprocal rank over the best translation route, anchor by anchor, is not above
+    ``FAMILY_MARGIN`` standard errors."""
+    translation = [r for r in pool if r["family"] == "translation"]
+    relative = [r for r in pool if r["family"] == "relative"]
+    if not translation or not relative:
+        return bool(translation)
+    best_translation = max(translation, key=lambda r: r["mrr"][0])
+    best_relative = max(relative, key=lambda r: r["mrr"][0])
+    gain = per_item[best_relative["route"]] - per_item[best_translation["route"]]
+    error = gain.std(ddof=1) / np.sqrt(gain.size) if gain.size > 1 else 0.0
+    return not (gain.mean() > FAMILY_MARGIN * error and gain.mean() > 0)
 
 
 def pass_through(caught: list[warnings.WarningMessage]) -> None:

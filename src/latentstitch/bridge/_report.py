@@ -15,7 +15,7 @@ _SCORE_COLUMNS = (("top1", "top-1"), ("mrr", "MRR"), ("cosine", "cosine"), ("r2"
 def route_table(bridge: Any) -> dict[str, Any]:
     """Every route tried, with each score's mean ± std over the folds beside shuffled pairs' MRR."""
     check_is_fitted(bridge, "routes_")
-    with_head = bridge.primary_ == "agreement"
+    with_head = bridge.criterion_ == "agreement"
     columns = ["route", "family", *(title for _, title in _SCORE_COLUMNS)]
     columns += ["head agreement"] if with_head else []
     columns += ["MRR shuffled pairs", "z"]
@@ -45,7 +45,7 @@ def budget_table(bridge: Any) -> dict[str, Any] | None:
     if not bridge.budget_:
         return None
     names = [row["route"] for row in bridge.routes_]
-    primary = "agreement" if bridge.primary_ == "agreement" else "mrr"
+    primary = "agreement" if bridge.criterion_ == "agreement" else "mrr"
     rows = [[entry["anchors"], *(entry.get(name) for name in names)] for entry in bridge.budget_]
     rows.append(
         [
@@ -66,7 +66,7 @@ def budget_advice(bridge: Any) -> str:
     """The smallest anchor count at which the chosen route keeps 95% of its score with all anchors, in words."""
     if not bridge.budget_:
         return ""
-    primary = "agreement" if bridge.primary_ == "agreement" else "mrr"
+    primary = "agreement" if bridge.criterion_ == "agreement" else "mrr"
     full = next(row for row in bridge.routes_ if row["chosen"])[primary][0]
     for entry in bridge.budget_:
         value = entry.get(bridge.route_)
@@ -100,7 +100,7 @@ def bridge_report(bridge: Any, **about: Any) -> dict[str, Any]:
             "route": bridge.route_,
             "family": bridge.family_,
             "reliable": bridge.reliable_,
-            "score": bridge.primary_,
+            "criterion": bridge.criterion_,
             "scores": {key: chosen[key] for key in ("top1", "mrr", "cosine", "r2", "agreement")},
         },
         "selection_rule": bridge.selection_rule(),

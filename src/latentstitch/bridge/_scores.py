@@ -39,9 +39,9 @@ def partner_ranks(bridged: torch.Tensor, partner: torch.Tensor) -> torch.Tensor:
         return 1 + above + tied / 2
 
 
-def pair_scores(bridged: Any, partner: Any) -> dict[str, float]:
+def pair_scores(bridged: Any, partner: Any, *, per_item: bool = False) -> dict[str, Any]:
     """``top1``, ``mrr``, ``cosine`` and ``r2`` of bridged vectors against their partners (same shape, same items
-    in the same order). Computed in float64."""
+    in the same order). Computed in float64. ``per_item``: also ``reciprocal_ranks``, one per item (numpy)."""
     b = as_float_tensor(bridged, "bridged", ndim=2).detach()
     p = as_float_tensor(partner, "partner", ndim=2).detach().to(device=b.device, dtype=b.dtype)
     ranks = partner_ranks(b, p)  # ranks in the vectors' own precision, the rest in float64
@@ -49,12 +49,15 @@ def pair_scores(bridged: Any, partner: Any) -> dict[str, float]:
     cosine = (unit_rows(b, "bridged") * unit_rows(p, "partner")).sum(dim=1).mean()
     total = ((p - p.mean(dim=0)) ** 2).sum()
     r2 = 1.0 - ((p - b) ** 2).sum() / total if total > 0 else torch.tensor(float("nan"))
-    return {
+    scores: dict[str, Any] = {
         "top1": float((ranks == 1).to(torch.float64).mean()),
         "mrr": float((1.0 / ranks).mean()),
         "cosine": float(cosine),
         "r2": float(r2),
     }
+    if per_item:
+        scores["reciprocal_ranks"] = (1.0 / ranks).cpu().numpy()
+    return scores
 
 
 def derangement(n: int, rng: np.random.Generator) -> np.ndarray:
