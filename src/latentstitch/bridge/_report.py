@@ -116,9 +116,10 @@ def choice_sentence(bridge: Any) -> str:
         else "train the consumer once on the target's relative vectors (Bridge.fit_head), then it reads the "
         "bridged vectors"
     )
-    return (
-        f"Chosen: {bridge.route_} ({bridge.family_}; held-out top-1 {chosen['top1'][0]:.3f}, MRR "
-        f"{chosen['mrr'][0]:.3f}"
-        + (f", head agreement {chosen['agreement'][0]:.3f}" if chosen["agreement"] else "")
-        + f"){'' if bridge.reliable_ else ', NOT clearly better than shuffled pairs'}: {consumer}."
-    )
+    scores = f"held-out top-1 {chosen['top1'][0]:.3f}, MRR {chosen['mrr'][0]:.3f}"
+    if chosen["r2"] is not None:
+        scores += f", R^2 {chosen['r2'][0]:.3f}"
+    if chosen["agreement"] is not None:
+        scores += f", head agreement {chosen['agreement'][0]:.3f}"
+    warning = "" if bridge.reliable_ else ", NOT clearly better than shuffled pairs"
+    return f"Chosen: {bridge.route_} ({bridge.family_}; {scores}){warning}: {consumer}."
