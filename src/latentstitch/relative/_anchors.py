@@ -98,9 +98,9 @@ def _stratified(total: int, n: int, labels: ArrayLike | None, seed: int) -> np.n
 class _NearestDistances:
     """Every sample's squared Euclidean distance to the nearest of a growing set of chosen samples.
 
-    Adding a sample costs one matrix-vector product, ``|x_i|^2 - 2 x_i.c + |c|^2``, in the data's precision (the
-    expansion loses nothing that matters for picking far points; an exact float64 check guards against calling
-    two distinct samples equal).
+    Adding a sample costs one matrix-vector product, ``|x_i|^2 - 2 x_i.c + |c|^2``, in the data's precision
+    (float64 for farthest-point sampling, float32 for k-means++ seeding); an exact float64 check guards against
+    calling two distinct samples equal.
     """
 
     def __init__(self, x: np.ndarray):
@@ -169,7 +169,8 @@ def _kmeans(data: np.ndarray, n: int, seed: int) -> np.ndarray:
 
 
 def _farthest(data: np.ndarray, n: int, seed: int) -> np.ndarray:
-    x = np.ascontiguousarray(data if data.dtype in (np.float32, np.float64) else data.astype(np.float32))
+    # float64, as the textbook loop: in float32 the expansion's rounding reorders near-ties among 10^4 samples
+    x = np.ascontiguousarray(data, dtype=np.float64)
     tracker = _NearestDistances(x)
     tracker.add(int(np.random.default_rng(seed).integers(x.shape[0])))
     for _ in range(n - 1):
