@@ -72,3 +72,50 @@ def test_errors_name_the_argument(rng):
         select_anchors(x, 3, "random", labels=np.zeros(10))
     with pytest.raises(ValueError, match="strategy: expected one of"):
         select_anchors(x, 3, "best")
+
+
+def test_random_and_stratified_need_only_the_number_of_samples(rng):
+    data = rng.normal(size=(50, 3))
+    np.testing.assert_array_equal(select_anchors(50, 7, seed=2), select_anchors(data, 7, seed=2))
+    labels = rng.integers(0, 3, size=50)
+    np.testing.assert_array_equal(
+        select_anchors(50, 9, "stratified", labels=labels), select_anchors(data, 9, "stratified", labels=labels)
+    )
+    with pytest.raises(TypeError, match="x: strategy='kmeans' needs the"):
+        select_anchors(50, 3, "kmeans")
+    with pytest.raises(ValueError, match="n: asked for 60 anchors but x has only 50"):
+        select_anchors(50, 60)
+    with pytest.raises(ValueError, match="x: expected an integer >= 1"):
+        select_anchors(0, 1)
+
+
+def _farthest_reference(x: np.ndarray, n: int, seed: int) -> list[int]:
+    """The textbook loop (and the library's earlier implementation): exact float64 distances to every new point."""
+    first = int(np.random.default_rng(seed).integers(len(x)))
+    chosen, nearest = [first], np.linalg.norm(x - x[first], axis=1)
+    for _ in range(n - 1):
+        chosen.append(int(np.argmax(nearest)))
+        nearest = np.minimum(nearest, np.linalg.norm(x - x[chosen[-1]], axis=1))
+    return chosen
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_farthest_point_equals_the_exact_textbook_loop(rng, dtype):
+    x = (rng.normal(size=(400, 16)) * rng.uniform(0.1, 3, size=16)).astype(dtype)
+    expected = _farthest_reference(x.astype(np.float64), 40, seed=5)
+    np.testing.assert_array_equal(select_anchors(x, 40, "farthest", seed=5), expected)
+
+
+def test_kmeans_centres_are_as_good_as_scikit_learns_default(rng):
+    from sklearn.cluster import KMeans
+
+    centers = rng.normal(scale=5, size=(12, 8))
+    x = np.concatenate([c + rng.normal(size=(40, 8)) for c in centers])
+    ours = select_anchors(x, 12, "kmeans", seed=0)
+    assert len({int(i) // 40 for i in ours}) == 12  # one anchor in every blob
+
+    def inertia(points):
+        return float(((x[:, None, :] - points[None]) ** 2).sum(-1).min(1).sum())
+
+    reference = KMeans(12, n_init=1, random_state=0).fit(x).cluster_centers_
+    assert inertia(x[ours]) <= 1.5 * inertia(reference)

@@ -94,3 +94,55 @@ def test_robust_projection_errors():
         layer(torch.randn(1, 3))
     with pytest.raises(ValueError, match="x: expected 3 features, got 2"):
         layer(torch.randn(5, 2))
+
+
+def test_robust_projection_fits_frozen_embeddings_and_returns_the_input_type(rng):
+    anchors = (rng.normal(size=(40, 6)) * 3 + 2).astype(np.float32)
+    x = (rng.normal(size=(9, 6)) * 3 + 2).astype(np.float32)
+    layer = RobustRelativeProjection(6).fit(anchors)
+    assert not layer.training
+    out = layer.transform(x)
+    assert isinstance(out, np.ndarray) and out.dtype == np.float32 and out.shape == (9, 40)
+    mean, std = anchors.mean(0), np.sqrt(anchors.var(0) + layer.eps)
+    expected = relative_projection((x - mean) / std, (anchors - mean) / std)
+    np.testing.assert_allclose(out, expected, atol=1e-5)
+    # frozen: no batch dependence, and the statistics never move
+    np.testing.assert_allclose(layer.transform(x[:1]), out[:1], atol=1e-6)
+    assert isinstance(layer.transform(torch.from_numpy(x)), torch.Tensor)
+    np.testing.assert_allclose(layer.running_mean.numpy(), mean, rtol=1e-5)
+
+
+def test_robust_projection_frozen_is_invariant_to_per_feature_scale_permutation_and_shift(rng):
+    anchors, x = rng.normal(size=(30, 5)), rng.normal(size=(7, 5))
+    scale, order, shift = (
+        rng.uniform(0.1, 10, size=5) * rng.choice([-1, 1], size=5),
+        rng.permutation(5),
+        rng.normal(size=5),
+    )
+
+    def moved(v):
+        return (v * scale + shift)[:, order]
+
+    first = RobustRelativeProjection(5, eps=1e-12).fit(anchors).transform(x)
+    second = RobustRelativeProjection(5, eps=1e-12).fit(moved(anchors)).transform(moved(x))
+    np.testing.assert_allclose(first, second, atol=1e-9)
+
+
+def test_robust_projection_floors_near_dead_features(rng):
+    anchors, x = rng.normal(size=(30, 4)), rng.normal(size=(6, 4))
+    dead_anchors, dead_x = anchors.copy(), x.copy()
+    dead_anchors[:, 3] = 1e-30 * rng.normal(size=30)
+    dead_x[:, 3] = 1e-30 * rng.normal(size=6)
+    without = RobustRelativeProjection(3, eps=0.0).fit(anchors[:, :3]).transform(x[:, :3])
+    with_dead = RobustRelativeProjection(4, eps=0.0).fit(dead_anchors).transform(dead_x)
+    np.testing.assert_allclose(with_dead, without, atol=1e-6)  # unfloored, the dead feature would weigh as much
+
+
+def test_robust_projection_transform_needs_fit_and_the_right_width(rng):
+    with pytest.raises(ValueError, match="call fit"):
+        RobustRelativeProjection(3).transform(rng.normal(size=(2, 3)))
+    layer = RobustRelativeProjection(3).fit(rng.normal(size=(5, 3)))
+    with pytest.raises(ValueError, match="x: expected 3 features, got 2"):
+        layer.transform(rng.normal(size=(2, 2)))
+    with pytest.raises(ValueError, match="anchors: expected 3 features"):
+        RobustRelativeProjection(3).fit(rng.normal(size=(5, 4)))

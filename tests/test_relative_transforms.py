@@ -8,6 +8,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.preprocessing import StandardScaler
 
 from latentstitch import Centering, L2Normalization, StandardScaling
+from latentstitch.relative import SPREAD_FLOOR
 
 TRANSFORMS = [Centering(), StandardScaling(), L2Normalization(eps=None)]
 
@@ -40,12 +41,35 @@ def test_inverse_undoes_transform(transform, rng):
     np.testing.assert_allclose(fitted.inverse_transform(fitted.transform(x)), x, atol=1e-12)
 
 
-def test_standard_scaling_matches_scikit_learn_including_constant_features(rng):
+def test_standard_scaling_matches_scikit_learn_above_the_floor(rng):
     anchors = rng.normal(size=(20, 4))
-    anchors[:, 2] = 5.0
     x = rng.normal(size=(7, 4))
     expected = StandardScaler().fit(anchors).transform(x)
     np.testing.assert_allclose(StandardScaling().fit(anchors).transform(x), expected, atol=1e-12)
+    # spread_floor=0 is scikit-learn's rule exactly, constant features (scale 1) included
+    anchors[:, 2] = 5.0
+    expected = StandardScaler().fit(anchors).transform(x)
+    np.testing.assert_allclose(StandardScaling(spread_floor=0.0).fit(anchors).transform(x), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("spread", [0.0, 1e-30, 1e-9])
+def test_near_dead_features_are_divided_by_the_relative_floor_not_blown_up(rng, spread):
+    anchors = rng.normal(size=(50, 4)) * np.array([1.0, 3.0, 1.0, 0.5])
+    anchors[:, 2] = 5.0 + spread * rng.normal(size=50)
+    fitted = StandardScaling().fit(anchors)
+    largest = anchors.std(axis=0).max()
+    assert fitted.scale_[2] == pytest.approx(SPREAD_FLOOR * largest)
+    scaled = fitted.transform(anchors)
+    assert np.abs(scaled[:, 2]).max() < 1e-5  # without the floor a 1e-30 spread comes out at unit size
+    np.testing.assert_allclose(scaled[:, [0, 1, 3]].std(axis=0), 1.0, rtol=1e-12)
+    # the floor is relative to the largest spread: the same whatever the units of the data
+    np.testing.assert_allclose(StandardScaling().fit(1e6 * anchors).scale_, 1e6 * fitted.scale_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("floor", [-0.1, 1.0, float("nan"), "0.1"])
+def test_spread_floor_is_checked_at_fit(rng, floor):
+    with pytest.raises((ValueError, TypeError), match="spread_floor"):
+        StandardScaling(spread_floor=floor).fit(rng.normal(size=(5, 2)))
 
 
 def test_centering_uses_the_anchor_mean(rng):

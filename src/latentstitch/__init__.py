@@ -7,6 +7,8 @@ Folders by concept:
 - ``latentstitch.alignment``: alignment from few or no parallel pairs (inverse relative projection, bootstrapped
   anchors, unpaired alignment, generalised Procrustes over many models, latent functional maps).
 - ``latentstitch.similarity``: similarity indices (CKA, CCA family, Procrustes, RSA, neighbourhood agreement).
+- ``latentstitch.bridge``: a checked bridge from a new model's embeddings to an old model's (``Bridge``), chosen
+  by cross-validation on parallel anchors; ``latentstitch.embeddings`` reads and writes users' embedding files.
 - ``latentstitch.invariance``: the transformations latent spaces are compared under.
 - ``latentstitch.models``, ``latentstitch.losses``, ``latentstitch.training``: models with absolute or relative
   latents, topological densification, the training loop.
@@ -18,6 +20,7 @@ The names users type most are re-exported here.
 """
 
 from latentstitch import alignment, invariance, relative, similarity, stitching
+from latentstitch.bridge import Bridge
 from latentstitch.relative import (
     Centering,
     L2Normalization,
@@ -33,6 +36,7 @@ from latentstitch.stitching import LatentTranslator, LeastSquares, Procrustes, R
 __version__ = "0.1.0"
 
 __all__ = [
+    "Bridge",
     "Centering",
     "L2Normalization",
     "LatentTranslator",

@@ -19,6 +19,8 @@ from latentstitch._cli import UsageError
 COMMANDS: dict[str, str] = {
     "demo": "latentstitch.experiments.demo",
     "reproduce": "latentstitch.experiments.reproduce",
+    "bridge": "latentstitch.commands.bridge",
+    "compare": "latentstitch.commands.compare",
 }
 
 # Errors that mean "this input cannot be used": the library raises ValueError/TypeError naming the argument at

@@ -183,7 +183,7 @@ MODULES: dict[str, dict[str, list]] = {
     "RobustRelativeProjection": {
         "num_features": [0, 2.5, "6"],
         "momentum": [-0.1, 1.5, NAN, "0.1"],
-        "eps": [0.0, -1.0, NAN],
+        "eps": [-1.0, NAN, INF],
         "output_norm": ["batch"],
     },
     "BatchInstanceNorm": {"eps": [0.0, -1.0, NAN, "x"]},

@@ -41,6 +41,11 @@ def _ids(estimator):
     return repr(estimator).replace(" ", "")
 
 
+def _fit_names(estimator) -> tuple[str, str]:
+    """The names ``fit`` gives its two arguments (the translator names them the way users think of them)."""
+    return ("source", "target") if isinstance(estimator, LatentTranslator) else ("a", "b")
+
+
 def make_pair(n=300, p=8, q=6, seed=0, dtype=np.float64, layout=()):
     """Source activations and a noisy affine function of them; ``layout`` = extra positions, e.g. (3, 2) for H, W."""
     rng = np.random.default_rng(seed)
@@ -175,8 +180,9 @@ def test_feature_maps_are_matched_per_channel_and_give_a_1x1_conv(estimator):
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
 def test_non_finite_values_are_rejected_naming_the_argument(estimator):
     a, b = make_pair()
-    for name, bad_a, bad_b in [("a", a.copy(), b), ("b", a, b.copy())]:
-        (bad_a if name == "a" else bad_b)[5, 2] = np.nan if name == "a" else np.inf
+    first, second = _fit_names(estimator)
+    for name, bad_a, bad_b in [(first, a.copy(), b), (second, a, b.copy())]:
+        (bad_a if name == first else bad_b)[5, 2] = np.nan if name == first else np.inf
         with pytest.raises(ValueError, match=rf"{name}: contains NaN or inf"):
             clone(estimator).fit(bad_a, bad_b)
     fitted = clone(estimator).fit(a, b)
@@ -189,9 +195,10 @@ def test_non_finite_values_are_rejected_naming_the_argument(estimator):
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=_ids)
 def test_shape_errors_name_the_arguments(estimator):
     a, b = make_pair()
-    with pytest.raises(ValueError, match="a and b must have the same number of samples"):
+    first, second = _fit_names(estimator)
+    with pytest.raises(ValueError, match=f"{first} and {second} must have the same number of samples"):
         clone(estimator).fit(a, b[:-1])
-    with pytest.raises(TypeError, match="a: expected a floating-point array"):
+    with pytest.raises(TypeError, match=f"{first}: expected a floating-point array"):
         clone(estimator).fit(a.astype(np.int64), b)
     fitted = clone(estimator).fit(a, b)
     with pytest.raises(ValueError, match=r"x: has 7 features but \w+ was fitted on 8"):

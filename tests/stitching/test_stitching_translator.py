@@ -98,5 +98,5 @@ def test_standardized_translation_is_invariant_to_rescaling_and_shifting_the_sou
 
 def test_translator_takes_two_dimensional_embeddings():
     x = np.zeros((4, 3, 2, 2))
-    with pytest.raises(ValueError, match="a: expected a 2-D array"):
+    with pytest.raises(ValueError, match="source: expected a 2-D array"):
         LatentTranslator().fit(x, x)

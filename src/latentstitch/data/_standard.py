@@ -251,12 +251,11 @@ def load_cifar_folder(
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _read_arrow_dataset(folder: Path) -> tuple[dict[str, list], dict]:
-    """Columns and features of one ``Dataset.save_to_disk`` folder (``state.json`` + Arrow stream shards)."""
+def _arrow_table(folder: Path):
+    """The Arrow table of one ``Dataset.save_to_disk`` folder (``state.json`` + Arrow stream shards, memory-mapped)."""
     pa = require("pyarrow", "text", package="pyarrow")
     state = read_json(folder / "state.json", "path")
-    info = read_json(folder / "dataset_info.json", "path")
-    if not isinstance(state, dict) or not isinstance(info, dict) or not isinstance(state.get("_data_files"), list):
+    if not isinstance(state, dict) or not isinstance(state.get("_data_files"), list):
         raise ValueError(f"path: {str(folder / 'state.json')!r} is not a save_to_disk state file")
     if state.get("_indices_data_files"):
         raise ValueError(f"{folder}: saved with an indices mapping; call flatten_indices() before save_to_disk")
@@ -268,8 +267,26 @@ def _read_arrow_dataset(folder: Path) -> tuple[dict[str, list], dict]:
                 tables.append(pa.ipc.open_stream(source).read_all())
         except (OSError, pa.ArrowException) as error:
             raise ValueError(f"path: {str(shard)!r} is not a readable Arrow shard ({error})") from None
-    table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-    return table.to_pydict(), info.get("features") or {}
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+
+
+def _read_arrow_dataset(folder: Path) -> tuple[dict[str, list], dict]:
+    """Columns and features of one ``Dataset.save_to_disk`` folder (``state.json`` + Arrow stream shards)."""
+    info = read_json(folder / "dataset_info.json", "path")
+    if not isinstance(info, dict):
+        raise ValueError(f"path: {str(folder / 'dataset_info.json')!r} is not a save_to_disk info file")
+    return _arrow_table(folder).to_pydict(), info.get("features") or {}
+
+
+def _split_folders(folder: Path) -> dict[str, Path]:
+    if (folder / "dataset_dict.json").exists():
+        listing = read_json(folder / "dataset_dict.json", "path")
+        if not isinstance(listing, dict) or not isinstance(listing.get("splits"), list):
+            raise ValueError(f"path: {str(folder / 'dataset_dict.json')!r} lists no splits")
+        return {split: folder / split for split in listing["splits"]}
+    if (folder / "state.json").exists():
+        return {"all": folder}
+    raise FileNotFoundError(f"{folder}: not a save_to_disk folder (no dataset_dict.json or state.json)")
 
 
 def read_hf_saved(path: str | os.PathLike) -> dict[str, tuple[dict[str, list], dict]]:
@@ -279,15 +296,13 @@ def read_hf_saved(path: str | os.PathLike) -> dict[str, tuple[dict[str, list], d
     ``Dataset`` folder gives one split named ``"all"``. Read with pyarrow (the Arrow IPC stream files the
     ``datasets`` library writes), so ``datasets`` itself is not needed.
     """
-    folder = Path(path)
-    if (folder / "dataset_dict.json").exists():
-        listing = read_json(folder / "dataset_dict.json", "path")
-        if not isinstance(listing, dict) or not isinstance(listing.get("splits"), list):
-            raise ValueError(f"path: {str(folder / 'dataset_dict.json')!r} lists no splits")
-        return {split: _read_arrow_dataset(folder / split) for split in listing["splits"]}
-    if (folder / "state.json").exists():
-        return {"all": _read_arrow_dataset(folder)}
-    raise FileNotFoundError(f"{folder}: not a save_to_disk folder (no dataset_dict.json or state.json)")
+    return {split: _read_arrow_dataset(folder) for split, folder in _split_folders(Path(path)).items()}
+
+
+def read_hf_tables(path: str | os.PathLike) -> dict[str, Any]:
+    """Every split of a Hugging Face ``save_to_disk`` folder as a ``pyarrow.Table`` (columnar, memory-mapped):
+    ``{split: table}``, split names as in ``read_hf_saved``."""
+    return {split: _arrow_table(folder) for split, folder in _split_folders(Path(path)).items()}
 
 
 def _decode_column(values: list, feature: dict, column: str) -> np.ndarray | list[str]:

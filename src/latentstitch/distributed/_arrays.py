@@ -182,3 +182,26 @@ def _project_block(block: np.ndarray, anchors: np.ndarray, similarity: str, opti
         return relative_projection(block, anchors, similarity, **options)
     except ZeroNormError as error:
         raise ZeroNormError(error.name, error.row + start) from None
+
+
+def map_rows(x: Any, function: Callable[[Any], Any], width: int, name: str = "x") -> Any:
+    """``function`` (a fitted row-wise map: (n, d) numpy -> (n, width) numpy) applied to every row block of the
+    dask array ``x``: a lazy dask array with ``x``'s row chunks and one chunk of ``width`` columns. ``function``
+    (with whatever it holds, e.g. a fitted estimator's bound method) is one task of the graph, sent once to each
+    worker."""
+    dask = require("dask", "dask")
+    x = dask_rows(x, name, ndim=(2,))
+    return x.map_blocks(
+        _map_block,
+        dask.delayed(function),
+        name,
+        chunks=(x.chunks[0], (width,)),
+        dtype=x.dtype,
+        meta=np.empty((0, 0), dtype=x.dtype),
+    )
+
+
+def _map_block(block: np.ndarray, function: Callable[[Any], Any], name: str, block_info=None) -> np.ndarray:
+    start = block_info[0]["array-location"][0][0] if block_info else 0
+    check_finite(torch.from_numpy(np.ascontiguousarray(block)), name, row_offset=start)
+    return np.asarray(function(block))

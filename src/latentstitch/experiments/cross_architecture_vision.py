@@ -216,22 +216,13 @@ def fit_translators(anchors: dict[str, torch.Tensor], candidates: tuple[float, .
 
 def cross_validated_ridge(a: torch.Tensor, b: torch.Tensor, candidates: tuple[float, ...], folds: int = 5) -> float:
     """The ridge among ``candidates`` with the best mean held-out R^2 of ``LatentTranslator(LeastSquares(ridge))``
-    over ``folds`` seeded folds of the anchor pairs (no labels, no test data); a single candidate is returned as is."""
-    from latentstitch.stitching import LatentTranslator, LeastSquares
+    over ``folds`` seeded folds of the anchor pairs (no labels, no test data); a single candidate is returned as is.
+    (``latentstitch.stitching.ridge_path``: every candidate from one eigendecomposition per fold.)"""
+    from latentstitch.stitching import ridge_path
 
     if len(candidates) == 1:
         return float(candidates[0])
-    order = np.random.default_rng(0).permutation(len(a))
-    parts = np.array_split(order, folds)
-    scores = {}
-    for ridge in candidates:
-        held_out = []
-        for k in range(folds):
-            train = np.concatenate([p for i, p in enumerate(parts) if i != k])
-            translator = LatentTranslator(LeastSquares(ridge=ridge)).fit(a[train], b[train])
-            held_out.append(translator.score(a[parts[k]], b[parts[k]]))
-        scores[ridge] = float(np.mean(held_out))
-    return max(scores, key=scores.get)
+    return ridge_path(a, b, candidates, folds=folds, seed=0, standardize=True, ridge_units="gram").best
 
 
 def _cell(summary: dict, decoder: str, encoder: str, route: str):

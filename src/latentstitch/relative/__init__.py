@@ -25,12 +25,13 @@ from latentstitch.relative._similarities import (
 )
 from latentstitch.relative._sparsify import sparsify_similarities
 from latentstitch.relative._study import STUDY_STRATEGIES, AnchorStudy, anchor_study
-from latentstitch.relative._transforms import Centering, L2Normalization, StandardScaling
+from latentstitch.relative._transforms import SPREAD_FLOOR, Centering, L2Normalization, StandardScaling, floored_spread
 
 __all__ = [
     "AGGREGATIONS",
     "OUTPUT_NORMS",
     "SIMILARITIES",
+    "SPREAD_FLOOR",
     "STRATEGIES",
     "STUDY_STRATEGIES",
     "AnchorStudy",
@@ -49,6 +50,7 @@ __all__ = [
     "aggregate_spaces",
     "anchor_study",
     "fit_prototypes",
+    "floored_spread",
     "geodesic_graph",
     "get_similarity",
     "multilayer_relative_projection",

@@ -19,7 +19,7 @@ STRATEGIES = ("random", "stratified", "kmeans", "farthest")
 
 
 def select_anchors(
-    x: ArrayLike,
+    x: ArrayLike | int,
     n: int,
     strategy: str = "random",
     *,
@@ -27,6 +27,9 @@ def select_anchors(
     seed: int = 0,
 ) -> np.ndarray:
     """Pick ``n`` anchor indices among the rows of ``x``; deterministic for a given ``seed``.
+
+    ``x`` is the (N, d) data, or for the strategies that never look at the vectors (``random``, ``stratified``) just
+    the number of samples N: ``select_anchors(1200, 300)`` picks 300 of 1,200 rows.
 
     Strategies
     ----------
@@ -37,11 +40,15 @@ def select_anchors(
         take one per class in sorted class order, round-robin, until ``n`` (classes that run out are skipped).
         Needs ``labels``.
     kmeans
-        k-means with ``n`` clusters (``random_state=seed``); for each centroid the real sample nearest to it
-        (distinct samples).
+        k-means with ``n`` clusters (Lloyd's algorithm from a greedy k-means++ start, ``seed``); for each centroid the
+        real sample nearest to it (distinct samples). The data are clustered in float32.
     farthest
         Farthest-point sampling (greedy k-center): start at a seeded random sample, then repeatedly add the
         sample farthest (Euclidean) from those chosen. Covers the space, including outliers.
+
+    Both k-means++ and farthest-point keep every sample's squared distance to the nearest chosen point and update
+    it with one matrix-vector product per new point (``|x|^2 - 2 x.c + |c|^2``), so each step reads the data once;
+    on 10,000 x 1,280 vectors picking 300 anchors takes seconds.
 
     Returns
     -------
@@ -50,8 +57,13 @@ def select_anchors(
     check_choice(strategy, "strategy", STRATEGIES)
     n = check_positive_int(n, "n")
     seed = check_seed(seed, allow_none=True)
-    xt = as_float_tensor(x, "x", ndim=2)
-    total = xt.shape[0]
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        if strategy in ("kmeans", "farthest"):
+            raise TypeError(f"x: strategy={strategy!r} needs the (N, d) data, not only the number of samples")
+        total, xt = check_positive_int(x, "x"), None
+    else:
+        xt = as_float_tensor(x, "x", ndim=2)
+        total = xt.shape[0]
     if n > total:
         raise ValueError(f"n: asked for {n} anchors but x has only {total} samples")
     if strategy == "stratified":
@@ -60,9 +72,10 @@ def select_anchors(
         raise ValueError(f"labels: only used by strategy='stratified', not {strategy!r}")
     if strategy == "random":
         return np.random.default_rng(seed).choice(total, size=n, replace=False).astype(np.int64)
+    data = to_numpy(xt, "x")
     if strategy == "kmeans":
-        return _kmeans(to_numpy(xt, "x"), n, seed)
-    return _farthest(xt, n, seed)
+        return _kmeans(data, n, seed)
+    return _farthest(data, n, seed)
 
 
 def _stratified(total: int, n: int, labels: ArrayLike | None, seed: int) -> np.ndarray:
@@ -83,8 +96,67 @@ def _stratified(total: int, n: int, labels: ArrayLike | None, seed: int) -> np.n
     raise AssertionError("unreachable: n <= number of samples")
 
 
-def _kmeans(x: np.ndarray, n: int, seed: int) -> np.ndarray:
-    centers = KMeans(n_clusters=n, n_init=1, random_state=seed).fit(x).cluster_centers_
+class _NearestDistances:
+    """Every sample's squared Euclidean distance to the nearest of a growing set of chosen samples.
+
+    Adding a sample costs one matrix-vector product, ``|x_i|^2 - 2 x_i.c + |c|^2``, in the data's precision
+    (float64 for farthest-point sampling, float32 for k-means++ seeding); an exact float64 check guards against
+    calling two distinct samples equal.
+    """
+
+    def __init__(self, x: np.ndarray):
+        self.x = x
+        self.squares = np.einsum("ij,ij->i", x, x)
+        self.nearest = np.full(x.shape[0], np.inf, dtype=x.dtype)
+        self.chosen: list[int] = []
+
+    def add(self, index: int) -> None:
+        distances = self.squares - 2 * (self.x @ self.x[index]) + self.squares[index]
+        np.minimum(self.nearest, np.maximum(distances, 0), out=self.nearest)
+        self.nearest[index] = 0
+        self.chosen.append(index)
+
+    def add_best_of(self, candidates: np.ndarray) -> None:
+        """Add the candidate that leaves the smallest total squared distance (the greedy k-means++ step): all
+        candidates' distances come from one matrix product, so the data are still read once per step."""
+        distances = self.squares[:, None] - 2 * (self.x @ self.x[candidates].T) + self.squares[candidates][None, :]
+        after = np.minimum(self.nearest[:, None], np.maximum(distances, 0))
+        best = int(np.argmin(after.sum(axis=0, dtype=np.float64)))
+        self.nearest = after[:, best].copy()
+        self.nearest[candidates[best]] = 0
+        self.chosen.append(int(candidates[best]))
+
+    def is_new(self, index: int) -> bool:
+        """Whether sample ``index`` differs from every chosen one (exactly, in float64)."""
+        scale = max(float(self.squares.max()), np.finfo(np.float64).tiny)
+        if self.nearest[index] > 1e-3 * scale:  # far beyond the expansion's rounding
+            return True
+        row = self.x[index].astype(np.float64)
+        return bool(np.any(self.x[self.chosen].astype(np.float64) != row, axis=1).all())
+
+
+def _kmeans_plus_plus(x: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Greedy k-means++ seeding (Arthur and Vassilvitskii 2007, with scikit-learn's ``2 + log(n)`` trials per centre):
+    draw candidates with probability proportional to the squared distance to the nearest centre so far, keep the one
+    that lowers the total squared distance most."""
+    tracker = _NearestDistances(x)
+    tracker.add(int(rng.integers(x.shape[0])))
+    trials = 2 + int(np.log(n))
+    for _ in range(n - 1):
+        weights = tracker.nearest.astype(np.float64)
+        total = weights.sum()
+        if total > 0:
+            candidates = rng.choice(x.shape[0], size=trials, p=weights / total)
+        else:
+            candidates = rng.integers(x.shape[0], size=1)
+        tracker.add_best_of(np.unique(candidates))
+    return x[tracker.chosen]
+
+
+def _kmeans(data: np.ndarray, n: int, seed: int) -> np.ndarray:
+    x = np.ascontiguousarray(data, dtype=np.float32)
+    start = _kmeans_plus_plus(x, n, np.random.default_rng(seed))
+    centers = KMeans(n_clusters=n, init=start, n_init=1, random_state=seed).fit(x).cluster_centers_
     nearest = pairwise_distances_argmin(centers, x)
     chosen: list[int] = []
     used: set[int] = set()
@@ -97,15 +169,16 @@ def _kmeans(x: np.ndarray, n: int, seed: int) -> np.ndarray:
     return np.asarray(chosen, dtype=np.int64)
 
 
-def _farthest(x: torch.Tensor, n: int, seed: int) -> np.ndarray:
-    x64 = x.detach().double()
-    first = int(np.random.default_rng(seed).integers(x.shape[0]))
-    chosen = [first]
-    nearest = torch.linalg.vector_norm(x64 - x64[first], dim=1)
+def _farthest(data: np.ndarray, n: int, seed: int) -> np.ndarray:
+    # float64, as the textbook loop: in float32 the expansion's rounding reorders near-ties among 10^4 samples
+    x = np.ascontiguousarray(data, dtype=np.float64)
+    tracker = _NearestDistances(x)
+    tracker.add(int(np.random.default_rng(seed).integers(x.shape[0])))
     for _ in range(n - 1):
-        index = int(torch.argmax(nearest))
-        if nearest[index] == 0:
-            raise ValueError(f"x: has only {len(chosen)} distinct samples, fewer than the n={n} anchors asked for")
-        chosen.append(index)
-        nearest = torch.minimum(nearest, torch.linalg.vector_norm(x64 - x64[index], dim=1))
-    return np.asarray(chosen, dtype=np.int64)
+        index = int(np.argmax(tracker.nearest))
+        if not tracker.is_new(index):
+            raise ValueError(
+                f"x: has only {len(tracker.chosen)} distinct samples, fewer than the n={n} anchors asked for"
+            )
+        tracker.add(index)
+    return np.asarray(tracker.chosen, dtype=np.int64)

@@ -8,18 +8,22 @@ import torch
 from torch import nn
 
 from latentstitch._validation import (
+    ArrayLike,
     as_float_tensor,
     check_bool,
     check_choice,
+    check_nonnegative,
     check_optional_positive_int,
     check_positive,
     check_positive_int,
     check_probability,
     check_same_width,
+    wrap_like,
 )
 from latentstitch.relative._projection import relative_projection
 from latentstitch.relative._similarities import _row_norms, get_similarity
 from latentstitch.relative._sparsify import sparsifier
+from latentstitch.relative._transforms import SPREAD_FLOOR, check_spread_floor, floored_variance
 
 OUTPUT_NORMS = ("none", "l2", "layernorm", "batchnorm")
 
@@ -156,10 +160,21 @@ class RobustRelativeProjection(_AnchoredProjection):
     the output is invariant to the intertwiner groups of ReLU and GELU networks. It is *not* invariant to a
     general rotation, unlike the plain cosine projection.
 
-    Statistics: in train mode, the mean and (biased) variance of the current batch ``x``, which needs at least
-    two samples; the running estimates are updated with ``momentum`` as in ``nn.BatchNorm1d`` (unbiased variance).
-    In eval mode, the running estimates. The official code instead normalises the anchors with their own batch
-    statistics; sharing the batch statistics makes the invariance exact for any anchors and needs no second pass.
+    Two uses:
+
+    - **Frozen embeddings** (a pretrained encoder's vectors, numpy or torch): ``fit(anchors)`` takes ``mu`` and
+      ``sigma`` from the anchors (or from ``statistics_from``, a larger sample of the same space), holds the
+      anchors and switches to eval mode; ``transform(x)`` then returns the relative representation of ``x`` with
+      ``x``'s type (numpy in, numpy out), dtype and device. Nothing depends on the batch.
+    - **Inside a model being trained** (``forward``): in train mode, the mean and (biased) variance of the current
+      batch ``x``, which needs at least two samples; the running estimates are updated with ``momentum`` as in
+      ``nn.BatchNorm1d`` (unbiased variance). In eval mode, the running estimates. The official code instead
+      normalises the anchors with their own batch statistics; sharing the batch statistics makes the invariance
+      exact for any anchors and needs no second pass.
+
+    Every variance is floored at ``(spread_floor * largest standard deviation)^2`` first (the rule of
+    ``StandardScaling``), so near-dead features stay small instead of dominating the cosine; then ``eps`` is
+    added, as in batch normalisation.
 
     Parameters
     ----------
@@ -169,8 +184,11 @@ class RobustRelativeProjection(_AnchoredProjection):
         As in ``RelativeProjection``.
     momentum : float
         Running-statistics momentum (PyTorch convention; the official code used 0.3).
-    eps : float
-        Added to the variance, as in batch normalisation.
+    eps : float >= 0
+        Added to the variance, as in batch normalisation. 0 gives the exact standardisation (the floored variance is
+        never 0: a constant feature gets divisor 1).
+    spread_floor : float in [0, 1)
+        Smallest standard deviation, as a fraction of the largest (default ``SPREAD_FLOOR`` = 1e-3).
     """
 
     def __init__(
@@ -182,16 +200,57 @@ class RobustRelativeProjection(_AnchoredProjection):
         output_norm: str = "none",
         momentum: float = 0.1,
         eps: float = 1e-5,
+        spread_floor: float = SPREAD_FLOOR,
     ):
         super().__init__(anchors, num_anchors, output_norm)
         self.num_features = check_positive_int(num_features, "num_features")
         if anchors is not None and self.anchors.shape[1] != num_features:
             raise ValueError(f"anchors: expected {num_features} features, got {self.anchors.shape[1]}")
         self.momentum = check_probability(momentum, "momentum")
-        self.eps = check_positive(eps, "eps")
+        self.eps = check_nonnegative(eps, "eps")  # 0 is safe: the floored variance is never 0
+        self.spread_floor = check_spread_floor(spread_floor)
         self.register_buffer("running_mean", torch.zeros(num_features))
         self.register_buffer("running_var", torch.ones(num_features))
         self.register_buffer("num_batches_tracked", torch.tensor(0, dtype=torch.long))
+
+    @torch.no_grad()
+    def fit(self, anchors: ArrayLike, statistics_from: ArrayLike | None = None) -> RobustRelativeProjection:
+        """Freeze the transform for fixed embeddings: hold ``anchors`` and take the per-feature mean and (population)
+        variance from them, or from ``statistics_from`` (more samples of the same space) when given. Puts the
+        module in eval mode; returns ``self``."""
+        t = as_float_tensor(anchors, "anchors", ndim=2, min_rows=1)
+        if t.shape[1] != self.num_features:
+            raise ValueError(f"anchors: expected {self.num_features} features, got {t.shape[1]}")
+        sample = t if statistics_from is None else as_float_tensor(statistics_from, "statistics_from", ndim=2)
+        if sample.shape[1] != self.num_features:
+            raise ValueError(f"statistics_from: expected {self.num_features} features, got {sample.shape[1]}")
+        if sample.shape[0] < 2:
+            raise ValueError(f"anchors: per-feature statistics need at least 2 samples, got {sample.shape[0]}")
+        sample = sample.detach()
+        if not bool((sample != sample[0]).any()):
+            raise ValueError("anchors: every feature is constant over the samples, so there is nothing to standardise")
+        self.set_anchors(t.detach().clone())
+        # float64 embeddings keep float64 statistics (the buffers take the sample's dtype and device)
+        self.running_mean = sample.mean(dim=0)
+        self.running_var = sample.var(dim=0, unbiased=False)
+        self.num_batches_tracked.fill_(1)
+        return self.eval()
+
+    @torch.no_grad()
+    def transform(self, x: ArrayLike) -> ArrayLike:
+        """The relative representation of frozen embeddings ``x`` (n, d) with the statistics and anchors of
+        ``fit``: an (n, num_anchors) array of ``x``'s type, dtype and device. Never updates the statistics."""
+        if self.anchors is None or int(self.num_batches_tracked) == 0:
+            raise ValueError("RobustRelativeProjection: call fit(anchors) before transform(x)")
+        xt = as_float_tensor(x, "x", ndim=2)
+        if xt.shape[1] != self.num_features:
+            raise ValueError(f"x: expected {self.num_features} features, got {xt.shape[1]}")
+        training = self.training
+        self.eval()
+        try:
+            return wrap_like(self.forward(xt), x)
+        finally:
+            self.train(training)
 
     def forward(self, x: torch.Tensor, anchors: torch.Tensor | None = None) -> torch.Tensor:
         x = as_float_tensor(x, "x", ndim=2)  # NaN would spread through the batch statistics into every row
@@ -199,7 +258,7 @@ class RobustRelativeProjection(_AnchoredProjection):
             raise ValueError(f"x: expected {self.num_features} features, got {x.shape[1]}")
         anchors = self._anchors_for(x, anchors)
         mean, var = self._statistics(x)
-        scale = torch.rsqrt(var + self.eps)
+        scale = torch.rsqrt(floored_variance(var, self.spread_floor) + self.eps)
         r = relative_projection((x - mean) * scale, (anchors - mean) * scale, "cosine")
         return self._normalize_output(r)
 
@@ -222,4 +281,7 @@ class RobustRelativeProjection(_AnchoredProjection):
         return mean, var
 
     def extra_repr(self) -> str:
-        return f"num_features={self.num_features}, num_anchors={self.num_anchors}, momentum={self.momentum}"
+        return (
+            f"num_features={self.num_features}, num_anchors={self.num_anchors}, momentum={self.momentum}, "
+            f"spread_floor={self.spread_floor}"
+        )

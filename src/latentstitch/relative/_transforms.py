@@ -12,8 +12,48 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._persist import Persistable
-from latentstitch._validation import ArrayLike, as_float_tensor, check_positive, match_reference, wrap_like
+from latentstitch._validation import (
+    ArrayLike,
+    as_float_tensor,
+    check_nonnegative,
+    check_positive,
+    match_reference,
+    wrap_like,
+)
 from latentstitch.relative._similarities import unit_rows
+
+#: Default floor of a per-feature spread, relative to the largest spread of the same data: every standardisation
+#: in latentstitch (``StandardScaling``, the robust relative transform, ``LatentTranslator(standardize=True)``)
+#: divides feature j by ``max(std_j, SPREAD_FLOOR * max_k std_k)``.
+SPREAD_FLOOR = 1e-3
+
+
+def check_spread_floor(value: object, name: str = "spread_floor") -> float:
+    """A spread floor is a fraction of the largest spread: a number in [0, 1)."""
+    floor = check_nonnegative(value, name)
+    if floor >= 1:
+        raise ValueError(f"{name}: expected a fraction of the largest spread in [0, 1), got {value}")
+    return floor
+
+
+def floored_spread(std: torch.Tensor, floor: float = SPREAD_FLOOR) -> torch.Tensor:
+    """The divisor of a per-feature standardisation: ``max(std_j, floor * max_k std_k)``.
+
+    Near-dead features (a spread many orders of magnitude below the others', e.g. 1e-30) would otherwise come out of
+    the standardisation at full unit size, as large as the informative ones, and dominate any similarity computed
+    after it; with the floor they stay small (their standardised spread is ``std_j / (floor * max std)`` < 1).
+    Constant features get the floor too. When every feature is constant (or ``floor`` is 0 and a feature is
+    constant) the divisor of those features is 1, as in scikit-learn's ``StandardScaler``.
+    """
+    top = std.max() if std.numel() else std.new_zeros(())
+    divisor = torch.maximum(std, floor * top)
+    return torch.where(divisor > 0, divisor, torch.ones_like(divisor))
+
+
+def floored_variance(var: torch.Tensor, floor: float = SPREAD_FLOOR) -> torch.Tensor:
+    """``floored_spread``'s rule on variances, ``max(var_j, floor^2 * max_k var_k)``, differentiable in ``var``
+    (for layers that standardise with batch statistics and add their own ``eps``)."""
+    return torch.maximum(var, (floor**2) * var.detach().max())
 
 
 class _AnchorFittedTransform(Persistable, TransformerMixin, BaseEstimator):
@@ -66,19 +106,33 @@ class Centering(_AnchorFittedTransform):
 
 
 class StandardScaling(_AnchorFittedTransform):
-    """Per-feature standardisation with the anchors' statistics: ``x -> (x - mean) / std``.
+    """Per-feature standardisation with the anchors' statistics: ``x -> (x - mean) / scale``.
 
-    ``std`` is the population standard deviation (ddof=0); features that are constant over the anchors keep
-    scale 1, as in scikit-learn's StandardScaler. Learned: ``mean_``, ``scale_``. The spread is computed in float64
-    after dividing each feature by its largest deviation, so features of any magnitude (1e-30 or 1e30 in float32)
-    are standardised, not mistaken for constants or overflowed.
+    ``scale_j = max(std_j, spread_floor * max_k std_k)`` (``floored_spread``), with ``std`` the population standard
+    deviation (ddof=0) of the anchors. The floor is relative to the largest spread, so it means the same at any
+    scale of the data: near-dead and constant features stay small instead of being blown up to unit size. Features
+    whose spread is at least ``spread_floor`` times the largest are standardised exactly as by scikit-learn's
+    ``StandardScaler``. The spread is computed in float64 after dividing each feature by its largest deviation,
+    so features of any magnitude (1e-30 or 1e30 in float32) are standardised, not mistaken for constants or
+    overflowed.
+
+    Parameters
+    ----------
+    spread_floor : float in [0, 1)
+        Smallest divisor, as a fraction of the largest feature spread (default ``SPREAD_FLOOR`` = 1e-3). 0 gives
+        scikit-learn's behaviour (constant features keep scale 1, any other spread is divided out).
+
+    Learned: ``mean_``, ``scale_`` (of the fit input's type).
     """
 
+    def __init__(self, spread_floor: float = SPREAD_FLOOR):
+        self.spread_floor = spread_floor
+
     def fit(self, anchors: ArrayLike, y: object = None) -> StandardScaling:
+        floor = check_spread_floor(self.spread_floor)
         t = self._start_fit(anchors)
-        std = _spread(t).to(t.dtype)
         self.mean_ = wrap_like(t.mean(dim=0), anchors)
-        self.scale_ = wrap_like(torch.where(std > 0, std, torch.ones_like(std)), anchors)
+        self.scale_ = wrap_like(floored_spread(_spread(t), floor).to(t.dtype), anchors)
         return self
 
     def transform(self, x: ArrayLike) -> ArrayLike:

@@ -16,8 +16,10 @@ contract (parameters stored unchanged, learned state with a trailing underscore,
 - ``to_torch()``: an ``nn.Linear`` (or 1x1 ``nn.Conv2d`` for feature maps) reproducing ``transform``.
 - ``save(path)`` / ``load(path)``: one safetensors file, never pickle.
 
-Estimators: ``LeastSquares`` (``pinv([A, 1]) B``), ``Procrustes`` (orthogonal), ``ReducedRank`` (rank-k),
-``SparseLasso`` (L1), and ``LatentTranslator`` (standard-scale, fit a stitcher on anchors, unscale).
+Estimators: ``LeastSquares`` (``pinv([A, 1]) B``, optionally ridge in scale-free units), ``LeastSquaresCV`` (the ridge
+chosen by cross-validation, ``ridge_path``: every ridge from one eigendecomposition per fold), ``Procrustes``
+(orthogonal), ``ReducedRank`` (rank-k), ``SparseLasso`` (L1), and ``LatentTranslator`` (standard-scale, fit a
+stitcher on anchors, unscale).
 
 **Frankenstein networks** (Sections 3-8), on torch models with named layers (``named_modules()`` names):
 
@@ -63,6 +65,7 @@ from latentstitch.stitching._multilayer import (
 )
 from latentstitch.stitching._procrustes import Procrustes
 from latentstitch.stitching._reduced_rank import ReducedRank
+from latentstitch.stitching._ridge import DEFAULT_RIDGES, LeastSquaresCV, RidgePath, ridge_path
 from latentstitch.stitching._stitch import (
     INITS,
     LowRankStitch,
@@ -80,18 +83,21 @@ from latentstitch.stitching._translator import LatentTranslator
 
 __all__ = [
     "CONNECTORS",
+    "DEFAULT_RIDGES",
     "INITS",
     "SPARSITY_THRESHOLD",
     "TARGETS",
     "ActivationStore",
     "LatentTranslator",
     "LeastSquares",
+    "LeastSquaresCV",
     "LowRankStitch",
     "MultiStitchedModel",
     "Procrustes",
     "RankDeficiencyWarning",
     "ReducedRank",
     "RelativeConnector",
+    "RidgePath",
     "SparseLasso",
     "SparsityResult",
     "StitchedModel",
@@ -108,6 +114,7 @@ __all__ = [
     "load",
     "load_stitching_layer",
     "plot_sweep",
+    "ridge_path",
     "run_segment",
     "save_stitching_layer",
     "soft_cross_entropy",

@@ -7,8 +7,18 @@ from typing import Any
 import torch
 
 from latentstitch._moments import CrossMoments, solve_least_squares
-from latentstitch._validation import check_bool, check_nonnegative
+from latentstitch._validation import check_bool, check_choice, check_nonnegative
 from latentstitch.stitching._base import _MomentStitcher
+
+#: Units of ``LeastSquares``' ``ridge``: "gram" (the unnormalised Gram matrix A^T A) or "relative" (a fraction of
+#: the mean eigenvalue of A^T A, trace(A^T A) / p: the same value means the same strength at any scale of the
+#: data, any number of samples and with or without standardisation).
+RIDGE_UNITS = ("gram", "relative")
+
+
+def gram_ridge(ridge: float, units: str, gram_trace: float, features: int) -> float:
+    """``ridge`` in units of the Gram matrix: as given for "gram", times ``trace / p`` for "relative"."""
+    return ridge if units == "gram" else ridge * max(gram_trace, 0.0) / max(features, 1)
 
 
 class LeastSquares(_MomentStitcher):
@@ -28,7 +38,12 @@ class LeastSquares(_MomentStitcher):
         Fit an intercept (default; the normal equations then use centred moments). ``bias=False`` gives
         ``pinv(A) B``, a map through the origin.
     ridge : float
-        L2 penalty on ``M`` (not on the intercept), in units of the unnormalised Gram matrix ``A^T A``.
+        L2 penalty on ``M`` (not on the intercept), in ``ridge_units``.
+    ridge_units : {"gram", "relative"}
+        "gram" (default): ``ridge`` is added to the eigenvalues of the unnormalised Gram matrix ``A^T A`` (centred
+        with ``bias``), so its strength depends on the scale of ``a`` and grows weaker as samples are added.
+        "relative": ``ridge`` is a fraction of the mean eigenvalue ``trace(A^T A) / p``; ``ridge=0.1`` then means
+        the same at any scale, any number of samples, standardised or not (scale-free).
 
     Attributes
     ----------
@@ -51,14 +66,20 @@ class LeastSquares(_MomentStitcher):
 
     _products = ("aa", "ab")
 
-    def __init__(self, bias: bool = True, ridge: float = 0.0):
+    def __init__(self, bias: bool = True, ridge: float = 0.0, ridge_units: str = "gram"):
         self.bias = bias
         self.ridge = ridge
+        self.ridge_units = ridge_units
 
     def _check_params(self) -> None:
         check_bool(self.bias, "bias")
         check_nonnegative(self.ridge, "ridge")
+        check_choice(self.ridge_units, "ridge_units", RIDGE_UNITS)
 
     def _solve(self, moments: CrossMoments, *, input_dtype: torch.dtype) -> dict[str, Any]:
-        coef, intercept, rank = solve_least_squares(moments, bias=self.bias, ridge=float(self.ridge))
+        ridge = float(self.ridge)
+        if self.ridge_units == "relative" and ridge > 0:
+            diagonal = moments.centered_aa_diag() if self.bias else moments.raw_aa_diag()
+            ridge = gram_ridge(ridge, "relative", float(diagonal.sum()), diagonal.shape[0])
+        coef, intercept, rank = solve_least_squares(moments, bias=self.bias, ridge=ridge)
         return {"coef_": coef, "intercept_": intercept, "rank_": rank}

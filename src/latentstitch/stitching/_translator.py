@@ -12,14 +12,20 @@ from latentstitch.stitching._procrustes import Procrustes
 
 
 class LatentTranslator(_AffineMap):
-    """Translate embeddings of space X into space Y, so that a head trained on Y consumes X directly.
+    """Translate a new model's embeddings (the *source*) into an old model's space (the *target*), so that a head or
+    index built on the old model's vectors reads the new model's directly.
 
-    Fitted on parallel anchors only (the same inputs embedded by both encoders): each side is standard-scaled
-    with its anchors' per-feature mean and standard deviation (``latentstitch.relative.StandardScaling``), the
-    ``stitcher`` is fitted from scaled X anchors to scaled Y anchors, and the target scaling is undone:
-    ``y = inverse_scale_Y(stitcher(scale_X(x)))``. This is the direct counterpart of relative representations,
-    which map both spaces into a shared anchor-relative space instead; with Procrustes as the stitcher it is the
-    latent space translation of Maiorca et al. (NeurIPS 2023).
+    ``fit(source, target)``: ``source`` = the new model's vectors of some items, ``target`` = the old model's vectors
+    of the *same* items in the same order (parallel anchors). Then ``transform(new_vectors)`` gives vectors in the
+    old model's space.
+
+    Fitted on parallel anchors only: each side is standard-scaled with its anchors' per-feature mean and standard
+    deviation (``latentstitch.relative.StandardScaling``, floored at ``SPREAD_FLOOR`` of the largest spread), the
+    ``stitcher`` is fitted from scaled source anchors to scaled target anchors, and the target scaling is undone:
+    ``y = inverse_scale_target(stitcher(scale_source(x)))``. This is the direct counterpart of relative
+    representations, which map both spaces into a shared anchor-relative space instead; with Procrustes as the
+    stitcher it is the latent space translation of Maiorca et al. (NeurIPS 2023).
+    ``LatentTranslator(LeastSquaresCV())`` chooses a ridge by cross-validation on the anchors.
 
     The whole translation is affine, so it is folded into one ``coef_``/``intercept_`` pair: ``transform``,
     ``score``, ``to_torch`` (one ``nn.Linear``), ``save``/``load`` work as for every stitcher.
@@ -42,8 +48,8 @@ class LatentTranslator(_AffineMap):
         The anchors' scalers (None without ``standardize``).
 
     Invariances: with ``standardize``, the translated output is unchanged by per-feature rescaling and
-    translation of X (the scaling absorbs them); the stitcher's invariances apply on top (Procrustes: rotations).
-    Inputs are 2-D embeddings (N, p) and (N, q).
+    translation of the source (the scaling absorbs them); the stitcher's invariances apply on top (Procrustes:
+    rotations). Inputs are 2-D embeddings (N, p) and (N, q).
     """
 
     def __init__(self, stitcher: _AffineMap | None = None, standardize: bool = True):
@@ -57,13 +63,21 @@ class LatentTranslator(_AffineMap):
                 f"stitcher: expected a stitcher of latentstitch.stitching, got {type(self.stitcher).__name__}"
             )
 
-    def fit(self, a: ArrayLike, b: ArrayLike) -> LatentTranslator:
-        """Fit from parallel anchors: ``a`` (N, p) in the source space, ``b`` (N, q) the same inputs in the target
-        space. Returns ``self``."""
+    def fit(self, source: ArrayLike, target: ArrayLike) -> LatentTranslator:
+        """Fit from parallel anchors. Returns ``self``.
+
+        Parameters
+        ----------
+        source : (N, p) array or tensor
+            The new model's vectors of N anchor items (the space you translate *from*).
+        target : (N, q) array or tensor
+            The old model's vectors of the same N items, in the same order (the space your head or index reads).
+        """
         self._check_params()
-        at = as_float_tensor(a, "a", ndim=2, min_rows=1)
-        bt = as_float_tensor(b, "b", ndim=2, min_rows=1)
-        check_same_rows(at, bt, "a", "b")
+        at = as_float_tensor(source, "source", ndim=2, min_rows=1)
+        bt = as_float_tensor(target, "target", ndim=2, min_rows=1)
+        check_same_rows(at, bt, "source", "target")
+        a, b = source, target
         self.source_scaler_ = StandardScaling().fit(a) if self.standardize else None
         self.target_scaler_ = StandardScaling().fit(b) if self.standardize else None
         scaled_a = a if self.source_scaler_ is None else self.source_scaler_.transform(a)

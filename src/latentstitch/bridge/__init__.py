@@ -1,0 +1,44 @@
+"""A checked bridge between two models' embeddings: make a new model's vectors usable where an old model's were.
+
+``Bridge().fit(source, target)`` takes parallel anchors (the same items embedded by the new model, ``source``, and
+by the old one, ``target``), tries every route of ``ROUTES`` by k-fold cross-validation on the anchors, chooses one
+without labels (``Bridge.selection_rule()``) and reports every score with its spread over folds (``routes_``).
+``transform(new_source)`` then returns what the old model's consumer reads. Two families of route:
+
+- **translation** into the target's absolute space (ridge least squares with the ridge chosen by cross-validation,
+  Procrustes, ...): the old head or index is reused as it is;
+- **relative** (cosine similarities to the anchors, centred, robust): a head is trained once on the target's
+  relative vectors (``Bridge.fit_head``) and reads the new model's.
+
+``register_route(name, factory, family=...)`` adds a route. The command line: ``latentstitch bridge fit SOURCE
+TARGET -o bridge.safetensors`` and ``latentstitch bridge apply bridge.safetensors NEW -o OUT``; files are read by
+``latentstitch.embeddings``.
+"""
+
+from latentstitch.bridge._bridge import CLEAR_Z, MIN_PER_FOLD, SELECTION_RULE, Bridge, BridgeWarning
+from latentstitch.bridge._head import LinearHead
+from latentstitch.bridge._relative import RelativeRoute
+from latentstitch.bridge._report import bridge_report, route_table
+from latentstitch.bridge._routes import FAMILIES, ROUTES, RouteSpec, get_route, register_route, resolve_routes
+from latentstitch.bridge._scores import SCORES, chance_mrr, pair_scores
+
+__all__ = [
+    "CLEAR_Z",
+    "FAMILIES",
+    "MIN_PER_FOLD",
+    "ROUTES",
+    "SCORES",
+    "SELECTION_RULE",
+    "Bridge",
+    "BridgeWarning",
+    "LinearHead",
+    "RelativeRoute",
+    "RouteSpec",
+    "bridge_report",
+    "chance_mrr",
+    "get_route",
+    "pair_scores",
+    "register_route",
+    "resolve_routes",
+    "route_table",
+]

@@ -1,0 +1,326 @@
+"""``Bridge``: try every route between two models' embeddings on parallel anchors, choose one by cross-validation
+without labels, and apply it to new vectors."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
+
+from latentstitch._folds import kfold, training_rows
+from latentstitch._persist import Persistable
+from latentstitch._progress import progress_bar
+from latentstitch._validation import (
+    ArrayLike,
+    as_float_tensor,
+    check_positive_int,
+    check_same_rows,
+)
+from latentstitch.bridge._crossval import (
+    CLEAR_Z,
+    MIN_PER_FOLD,
+    choose_route,
+    cross_validate_route,
+    matched_order,
+    pass_through,
+    take_rows,
+)
+from latentstitch.bridge._head import LinearHead
+from latentstitch.bridge._routes import get_route, resolve_routes
+from latentstitch.bridge._scores import predictions
+from latentstitch.distributed._arrays import is_dask_array, map_rows
+from latentstitch.stitching import RankDeficiencyWarning
+
+SELECTION_RULE = (
+    "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. Eligible: the routes "
+    "clearly better than shuffled pairs (pooled held-out MRR at least 3 standard errors above the MRR of shuffled "
+    "pairs, H_n/n; when none is, every route, and a warning says the bridge is not reliable). {rule}"
+)
+_LABEL_FREE_RULE = (
+    "Family: translation (the old model's consumer is reused as it is), unless the best relative route's "
+    "held-out reciprocal ranks beat the best translation route's by more than 2 standard errors, paired over the "
+    "anchors (the relation is not close to linear). Within translation, the highest mean held-out R^2 (the "
+    "bridged vector closest to the true target vector, which is what a fixed head or index reads); within "
+    "relative, the highest mean MRR. Ties: the higher MRR, then the order of the route list."
+)
+_HEAD_RULE = (
+    "The highest mean held-out prediction agreement with the head, over both families (ties: the higher MRR, then "
+    "the order of the route list)."
+)
+
+
+class BridgeWarning(UserWarning):
+    """Something the user of a bridge should know, said once per fit in words (no route is clearly better than
+    shuffled pairs; some routes were fitted on fewer anchors than features)."""
+
+
+class Bridge(Persistable, BaseEstimator):
+    """A checked bridge from a new model's embeddings (the *source*) to an old model's (the *target*).
+
+    ``fit(source, target)`` takes parallel anchors, the same N items embedded by both models (rows in the same
+    order), tries every route (``latentstitch.bridge.ROUTES``) by k-fold cross-validation over the anchors, and
+    keeps the best; ``transform(new_source)`` then returns what the target side's consumer reads:
+
+    - a **translation** route (ridge least squares, Procrustes, ...) returns vectors in the target's absolute space:
+      the old model's head or index reads them as they are;
+    - a **relative** route (cosine to the anchors, centred, robust) returns relative vectors; train the consumer once
+      on ``transform_target(target_vectors)`` (``fit_head`` does it for a classifier), then it reads
+      ``transform(new_source)``.
+
+    Choosing without labels: for every route and fold, each held-out source anchor is bridged and must find its own
+    partner among the held-out target anchors: top-1 retrieval, MRR, cosine to the partner and R^2, each beside
+    the same score for shuffled pairs (every bridged vector against another item's partner). With ``head=`` (a
+    callable from target vectors to predictions), also prediction agreement: the head's prediction from the
+    bridged vector vs from the true target vector (relative routes are read by a ``LinearHead`` trained on the
+    training folds' relative target vectors to reproduce the head's predictions). The selection rule is
+    ``SELECTION_RULE``; every score is reported as mean and standard deviation over the folds in ``routes_``.
+
+    Rank deficiency (fewer anchors than features makes Procrustes and unregularised least squares non-unique) is
+    expected while choosing: it is counted, and said once in words (a ``BridgeWarning``), never per fit.
+
+    Parameters
+    ----------
+    routes : "auto", a route name, or a list of names
+        "auto": ridge, procrustes, procrustes_scaled, relative, relative_centered, relative_robust.
+    cv : int
+        Folds over the anchors (at least ``MIN_PER_FOLD`` = 5 anchors per fold).
+    seed : int
+        The folds and the shuffled pairs.
+    budget : sequence of int, optional
+        Anchor counts for the anchor-budget advice (e.g. ``(50, 100, 300)``): the same cross-validation with only
+        that many training anchors (drawn at random from the training folds), scored on the same held-out folds,
+        so the scores compare across counts. In ``budget_``.
+
+    Attributes
+    ----------
+    route_ : str
+        The chosen route. ``family_``: its family.
+    estimator_ : estimator
+        The chosen route fitted on all the anchors.
+    routes_ : list of dict
+        One row per route tried: family, description, each score's [mean, std] over folds ("top1", "mrr",
+        "cosine", "r2", "agreement"), the same for shuffled pairs ("shuffled_mrr", ...), "z" (pooled MRR above
+        chance, in standard errors), "clearly_better", "seconds", "error" (a route that failed to fit).
+    reliable_ : bool
+        Whether the chosen route is clearly better than shuffled pairs.
+    criterion_ : str
+        How the route was chosen: "label-free" (``SELECTION_RULE``) or "agreement" (with a head).
+    notes_ : list of str
+        What was said while fitting (rank deficiency, reliability), in words.
+    budget_ : list of dict or None
+        One row per anchor count: {"anchors", route name -> [mean, std] of the held-out MRR (or, with a head,
+        prediction agreement)}.
+    n_anchors_, n_features_source_, n_features_target_ : int
+
+    Examples
+    --------
+    >>> bridge = Bridge().fit(new_model_anchor_vectors, old_model_anchor_vectors)   # doctest: +SKIP
+    >>> old_head(bridge.transform(new_model_vectors))                             # a translation route
+    """
+
+    def __init__(
+        self, routes: str | Sequence[str] = "auto", cv: int = 5, seed: int = 0, budget: Sequence[int] | None = None
+    ):
+        self.routes = routes
+        self.cv = cv
+        self.seed = seed
+        self.budget = budget
+
+    # --- fitting -------------------------------------------------------------------------------------------------
+    def fit(
+        self,
+        source: ArrayLike,
+        target: ArrayLike,
+        *,
+        head: Callable[[Any], Any] | None = None,
+        source_ids: Sequence[Any] | None = None,
+        target_ids: Sequence[Any] | None = None,
+        progress: bool = False,
+    ) -> Bridge:
+        """Score every route by cross-validation on the parallel anchors, choose one, fit it on all of them.
+
+        Parameters
+        ----------
+        source : (N, p) array or tensor
+            The new model's vectors of N anchor items.
+        target : (N, q) array or tensor
+            The old model's vectors of the same N items, in the same order.
+        head : callable, optional
+            The consumer of target vectors (``head(target_vectors) -> predictions``: labels, or one row of scores
+            per vector); adds prediction agreement and makes it the score the choice uses.
+        source_ids, target_ids : sequences, optional
+            One id per row of each side: the target rows are then matched to the source rows by id (both sides must
+            hold the same ids, each once) instead of by order.
+        progress : bool
+            Show a progress bar over the route fits.
+        """
+        specs = resolve_routes(self.routes)
+        cv = check_positive_int(self.cv, "cv", minimum=2)
+        if (source_ids is None) != (target_ids is None):
+            raise ValueError("source_ids, target_ids: give both to match rows by id, or neither to pair them by order")
+        counts = self._budget_counts()
+        s = as_float_tensor(source, "source", ndim=2, min_rows=1)
+        t = as_float_tensor(target, "target", ndim=2, min_rows=1)
+        if source_ids is not None:
+            target = take_rows(target, matched_order(source_ids, target_ids, source, target))
+            t = as_float_tensor(target, "target")
+        check_same_rows(s, t, "source", "target")
+        if s.device != t.device:
+            raise ValueError(f"source is on device {s.device} but target is on {t.device}; move them to one device")
+        n = s.shape[0]
+        parts = kfold(n, cv, self.seed, name="cv", min_rows=MIN_PER_FOLD)
+        reference = None if head is None else predictions(head, target)
+
+        self.notes_ = []
+        deficient: dict[str, int] = {}
+        fits = len(specs) * cv * (1 + len([c for c in counts if c < n - max(map(len, parts))]))
+        with progress_bar(progress) as bar, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RankDeficiencyWarning)
+            warnings.simplefilter("always", ConvergenceWarning)
+            task = None if bar is None else bar.add_task("bridge: cross-validating routes", total=fits)
+
+            def advance():
+                if bar is not None:
+                    bar.advance(task)
+
+            per_item: dict[str, np.ndarray] = {}
+            rows = [
+                cross_validate_route(
+                    spec, source, target, parts, reference, self.seed, head, deficient, advance, per_item=per_item
+                )
+                for spec in specs
+            ]
+            budget = self._anchor_budget(specs, source, target, parts, reference, head, counts, advance)
+        pass_through([w for w in caught if not issubclass(w.category, (RankDeficiencyWarning, ConvergenceWarning))])
+        self.criterion_ = "agreement" if head is not None else "label-free"
+        chosen, reliable = choose_route(rows, "agreement" if head is not None else "label-free", per_item)
+        for row in rows:
+            row["chosen"] = row["route"] == chosen["route"]
+        self.routes_ = rows
+        self.route_ = chosen["route"]
+        self.family_ = chosen["family"]
+        self.reliable_ = reliable
+        self.budget_ = budget
+        self.n_anchors_ = n
+        self.n_features_source_, self.n_features_target_ = s.shape[1], t.shape[1]
+        self._say(rows, deficient, n, parts, s.shape[1], t.shape[1], caught)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RankDeficiencyWarning)
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            self.estimator_ = get_route(self.route_).build().fit(source, target)
+        return self
+
+    def _budget_counts(self) -> list[int]:
+        if self.budget is None:
+            return []
+        if isinstance(self.budget, (str, bytes)) or not hasattr(self.budget, "__iter__"):
+            raise TypeError(f"budget: expected a sequence of anchor counts, got {self.budget!r}")
+        return sorted({check_positive_int(c, "budget", minimum=2) for c in self.budget})
+
+    def _anchor_budget(self, specs, source, target, parts, reference, head, counts, advance) -> list[dict] | None:
+        if not counts:
+            return None
+        n_train = len(source) - max(map(len, parts))
+        usable = [c for c in counts if c < n_train]
+        rng = np.random.default_rng(self.seed + 1)
+        out = []
+        for count in usable:
+            subsets = [rng.choice(training_rows(parts, k), size=count, replace=False) for k in range(len(parts))]
+            entry: dict[str, Any] = {"anchors": count}
+            for spec in specs:
+                row = cross_validate_route(
+                    spec, source, target, parts, reference, self.seed, head, {}, advance, subsets
+                )
+                entry[spec.name] = row.get("agreement" if head is not None else "mrr")  # comparable down a column
+            out.append(entry)
+        return out
+
+    def _say(self, rows, deficient, n, parts, p, q, caught) -> None:
+        """Everything worth saying about the fit, once, in words: in ``notes_`` and one ``BridgeWarning``."""
+        warn = []
+        n_train = n - max(map(len, parts))
+        if deficient:
+            names = ", ".join(f"{name} ({count} fits)" for name, count in deficient.items())
+            self.notes_.append(
+                f"Rank deficiency while cross-validating: {names}. With about {n_train} training anchors per fold "
+                f"for {p} source / {q} target features, these maps are not unique and one optimum was used; "
+                "routes with a regularised or scale-free solution (ridge, relative) are not affected. More anchors "
+                "than features remove it."
+            )
+            warn.append(self.notes_[-1])
+        failed = [r for r in rows if r["error"]]
+        for row in failed:
+            self.notes_.append(f"Route {row['route']} could not be fitted: {row['error']}")
+        if not self.reliable_:
+            best = max((r for r in rows if not r["error"]), key=lambda r: r["z"])
+            self.notes_.append(
+                f"No route is clearly better than shuffled pairs: the best, {best['route']}, finds an anchor's own "
+                f"partner with MRR {best['mrr'][0]:.3f} against {best['chance_mrr']:.3f} for shuffled pairs "
+                f"({best['z']:.1f} standard errors above; {CLEAR_Z:g} needed). Check that the two files hold the "
+                "same items in the same order (or match them by ids), or give more anchors. The bridge is kept "
+                "but is not reliable."
+            )
+            warn.append(self.notes_[-1])
+        converged = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+        if converged:
+            self.notes_.append(
+                f"The linear heads that score relative routes with the head did not converge in {len(converged)} "
+                "fits; their agreement may be slightly low."
+            )
+        if warn:
+            warnings.warn(" ".join(warn), BridgeWarning, stacklevel=3)
+
+    # --- use -----------------------------------------------------------------------------------------------------
+    def transform(self, source: ArrayLike) -> ArrayLike:
+        """Bridge new source vectors (n, p): target-space vectors (translation) or relative vectors (relative), of
+        the input's type. A dask array gives a lazy dask array, bridged block by block."""
+        check_is_fitted(self, "estimator_")
+        self._check_width(source, self.n_features_source_, "source")
+        if is_dask_array(source):
+            return map_rows(source, self.estimator_.transform, self._output_width(), "source")
+        return self.estimator_.transform(source)
+
+    def transform_target(self, target: ArrayLike) -> ArrayLike:
+        """What the consumer of a bridged vector is trained on, from target vectors (n, q): the vectors themselves
+        for a translation route, their relative vectors for a relative route (same type out; dask arrays too)."""
+        check_is_fitted(self, "estimator_")
+        self._check_width(target, self.n_features_target_, "target")
+        if self.family_ != "relative":
+            return target
+        if is_dask_array(target):
+            return map_rows(target, self.estimator_.transform_target, self._output_width(), "target")
+        return self.estimator_.transform_target(target)
+
+    def fit_head(self, target: ArrayLike, labels: ArrayLike, **options: Any) -> LinearHead:
+        """Train a ``LinearHead`` on the target's labelled vectors as the chosen route's consumer reads them
+        (``transform_target``); it then classifies ``transform(new_source_vectors)``. ``options``: ``C``,
+        ``max_iter``."""
+        return LinearHead(**options).fit(self.transform_target(target), labels)
+
+    def _output_width(self) -> int:
+        return self.n_anchors_ if self.family_ == "relative" else self.n_features_target_
+
+    @staticmethod
+    def _check_width(x: Any, width: int, side: str) -> None:
+        if getattr(x, "ndim", None) == 2 and x.shape[1] != width:
+            raise ValueError(
+                f"{side}: has {x.shape[1]} features but the bridge was fitted on {width}-feature {side} vectors "
+                f"(is this the {'new' if side == 'source' else 'old'} model's space?)"
+            )
+
+    # --- reporting -------------------------------------------------------------------------------------------------
+    def selection_rule(self) -> str:
+        check_is_fitted(self, "routes_")
+        return SELECTION_RULE.format(rule=_HEAD_RULE if self.criterion_ == "agreement" else _LABEL_FREE_RULE)
+
+    def _check_loaded(self) -> None:
+        if self.route_ not in [row["route"] for row in self.routes_]:
+            raise ValueError(f"route_ {self.route_!r} is not in the route table")
+        width = getattr(self.estimator_, "n_features_in_", None)
+        if width is not None and width != self.n_features_source_:
+            raise ValueError(f"the route maps {width} features but n_features_source_ is {self.n_features_source_}")

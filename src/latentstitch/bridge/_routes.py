@@ -1,0 +1,164 @@
+"""The registry of bridge routes: every way of making a new model's vectors usable where an old model's were.
+
+A route is a factory of a scikit-learn-shaped estimator with ``fit(source, target)`` on parallel rows (``source``
+= the new model's vectors, ``target`` = the old model's vectors of the same items in the same order) and
+``transform(source)``. Two families:
+
+- ``"translation"``: ``transform`` returns vectors in the target's absolute space, so the old model's head or index
+  is reused as it is (any estimator of that shape: the stitchers of ``latentstitch.stitching`` behind a
+  ``LatentTranslator``, or an alignment estimator).
+- ``"relative"``: the estimator also has ``transform_target(target)``; both sides become relative vectors in one
+  shared space, and a head is trained once on the target's relative vectors (``Bridge.fit_head``).
+
+Estimators must be persistable (``latentstitch._persist.Persistable``) for a fitted ``Bridge`` to be saved. Adding a
+route is one line::
+
+    register_route("functional_map", FunctionalMap, description="...")            # a translation route
+    register_route("my_relative", lambda: RelativeRoute("angular"), family="relative", description="...")
+
+``"relative_<similarity>"`` and ``"relative_<similarity>_centered"`` name a relative route for every registered
+similarity (``latentstitch.relative.SIMILARITIES``) without registration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from latentstitch.bridge._relative import RelativeRoute
+from latentstitch.relative import SIMILARITIES
+from latentstitch.stitching import LatentTranslator, LeastSquares, LeastSquaresCV, Procrustes, ReducedRank, SparseLasso
+
+FAMILIES = ("translation", "relative")
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    """A registered route: its name, family, a factory of unfitted estimators, a one-line description, and whether
+    ``Bridge(routes="auto")`` tries it."""
+
+    name: str
+    factory: Callable[[], Any]
+    family: str
+    description: str
+    auto: bool
+
+    def build(self) -> Any:
+        return self.factory()
+
+
+ROUTES: dict[str, RouteSpec] = {}
+
+
+def register_route(
+    name: str, factory: Callable[[], Any], *, family: str = "translation", description: str = "", auto: bool = False
+) -> RouteSpec:
+    """Add a route under ``name``: ``factory()`` builds an unfitted estimator (a class with default arguments works).
+    ``auto=True`` adds it to the routes ``Bridge(routes="auto")`` tries."""
+    if family not in FAMILIES:
+        raise ValueError(f"family: expected one of {', '.join(map(repr, FAMILIES))}; got {family!r}")
+    if not isinstance(name, str) or not name or name == "auto":
+        raise ValueError(f"name: expected a non-empty route name other than 'auto', got {name!r}")
+    if name in ROUTES:
+        raise ValueError(f"a route named {name!r} is already registered")
+    if not callable(factory):
+        raise TypeError(f"factory: expected a callable that builds an estimator, got {type(factory).__name__}")
+    spec = RouteSpec(name, factory, family, description, auto)
+    ROUTES[name] = spec
+    return spec
+
+
+def get_route(name: str) -> RouteSpec:
+    """The route registered under ``name``, or a relative route named after a registered similarity."""
+    if name in ROUTES:
+        return ROUTES[name]
+    if isinstance(name, str) and name.startswith("relative_"):
+        similarity, centered = name[len("relative_") :], False
+        if similarity.endswith("_centered"):
+            similarity, centered = similarity[: -len("_centered")], True
+        if similarity in SIMILARITIES:
+            return RouteSpec(
+                name,
+                lambda: RelativeRoute(similarity, center=centered),
+                "relative",
+                f"{similarity} similarities to the anchors"
+                + (", each side centred on its anchor mean" if centered else ""),
+                False,
+            )
+    known = ", ".join(sorted(ROUTES))
+    raise ValueError(
+        f"routes: unknown route {name!r}; registered: {known}, and relative_<similarity>[_centered] for the "
+        f"similarities {', '.join(sorted(SIMILARITIES))}"
+    )
+
+
+def resolve_routes(routes: str | Sequence[str]) -> list[RouteSpec]:
+    """``"auto"`` (the routes registered with ``auto=True``), one name, or a sequence of names (``"auto"`` may be
+    one of them), in order and without repeats."""
+    names = [routes] if isinstance(routes, str) else list(routes)
+    if not names or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"routes: expected 'auto', a route name or a list of route names, got {routes!r}")
+    specs: dict[str, RouteSpec] = {}
+    for name in names:
+        for spec in [s for s in ROUTES.values() if s.auto] if name == "auto" else [get_route(name)]:
+            specs.setdefault(spec.name, spec)
+    return list(specs.values())
+
+
+# --- the built-in routes ---------------------------------------------------------------------------------------
+register_route(
+    "ridge",
+    lambda: LatentTranslator(LeastSquaresCV()),
+    description="ridge least squares between the standard-scaled sides, the ridge chosen by 5-fold CV on the anchors",
+    auto=True,
+)
+register_route(
+    "procrustes",
+    lambda: LatentTranslator(Procrustes()),
+    description="orthogonal map between the standard-scaled sides (Maiorca et al., NeurIPS 2023)",
+    auto=True,
+)
+register_route(
+    "procrustes_scaled",
+    lambda: LatentTranslator(Procrustes(center=True, scale=True), standardize=False),
+    description="orthogonal map with a shift and one isotropic scale, on the raw vectors",
+    auto=True,
+)
+register_route(
+    "least_squares",
+    lambda: LatentTranslator(LeastSquares()),
+    description="unregularised least squares between the standard-scaled sides (not unique with fewer anchors "
+    "than features)",
+)
+register_route(
+    "reduced_rank",
+    lambda: LatentTranslator(ReducedRank(rank=32)),
+    description="least squares of rank at most 32 between the standard-scaled sides",
+)
+register_route(
+    "sparse_lasso",
+    lambda: LatentTranslator(SparseLasso(alpha=0.01)),
+    description="L1-penalised least squares (alpha 0.01) between the standard-scaled sides",
+)
+register_route(
+    "relative",
+    lambda: RelativeRoute("cosine"),
+    family="relative",
+    description="cosine similarities to the anchors (Moschella et al., ICLR 2023)",
+    auto=True,
+)
+register_route(
+    "relative_centered",
+    lambda: RelativeRoute("cosine", center=True),
+    family="relative",
+    description="cosine similarities to the anchors, each side centred on its anchor mean",
+    auto=True,
+)
+register_route(
+    "relative_robust",
+    lambda: RelativeRoute(robust=True),
+    family="relative",
+    description="robust transform: each feature standardised on the anchors, then cosine (arXiv 2409.10967)",
+    auto=True,
+)

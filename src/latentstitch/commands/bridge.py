@@ -1,0 +1,193 @@
+"""Make a new model's embeddings usable where an old model's were, checked on parallel anchors.
+
+    latentstitch bridge fit SOURCE TARGET -o bridge.safetensors
+    latentstitch bridge apply bridge.safetensors NEW -o bridged.npy
+
+fit: SOURCE holds the new model's vectors of some anchor items, TARGET the old model's vectors of the same items
+(rows in the same order, or matched with --id-column). Every route (translation into TARGET's space: ridge least
+squares, Procrustes; relative representations: cosine, centred, robust) is scored by cross-validation on the
+anchors, without labels: how often a bridged anchor finds its own partner, against shuffled pairs. The route
+table and the choice are printed; the bridge is saved (safetensors, no pickle) with a JSON report beside it.
+
+apply: bridges NEW (the new model's vectors of any items) and writes what the old model's consumer reads:
+vectors in TARGET's space for a translation route, relative vectors for a relative route (train the consumer
+on `apply --target` of the old model's labelled vectors). Large files are streamed chunk by chunk.
+
+Formats: .npy, .npz, .safetensors, .pt (tensors only), .parquet, .csv/.tsv, Hugging Face save_to_disk folders.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from latentstitch._cli import UsageError, input_file, output_file, positive_int
+from latentstitch.commands._files import add_file_options, add_pair_arguments, add_run_options, pin_threads, read_pair
+
+HELP = "fit a checked bridge between two models' embeddings (fit), or apply one to new vectors (apply)"
+DEFAULT_BUDGET = (50, 100, 300)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=type(parser), required=True)
+    fit = actions.add_parser(
+        "fit",
+        help="score every route on parallel anchors and save the chosen bridge",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_pair_arguments(
+        fit,
+        "source",
+        "target",
+        "the new model's vectors of the anchor items (the space you bridge from)",
+        "the old model's vectors of the same items (the space your head or index reads)",
+    )
+    fit.add_argument("-o", "--output", required=True, type=Path, help="where to save the bridge (.safetensors)")
+    fit.add_argument(
+        "--json", type=Path, default=None, metavar="PATH", help="the JSON report (default: OUTPUT with suffix .json)"
+    )
+    fit.add_argument(
+        "--routes",
+        nargs="+",
+        default=["auto"],
+        metavar="ROUTE",
+        help="routes to try (default: auto; `latentstitch bridge routes` lists them)",
+    )
+    fit.add_argument("--cv", type=positive_int, default=5, help="cross-validation folds over the anchors (default 5)")
+    fit.add_argument("--seed", type=int, default=0, help="seed of the folds and shuffles (default 0)")
+    fit.add_argument(
+        "--budget",
+        type=positive_int,
+        nargs="+",
+        default=list(DEFAULT_BUDGET),
+        metavar="N",
+        help="anchor counts for the anchor-budget advice (default 50 100 300; counts not below the training "
+        "anchors per fold are skipped)",
+    )
+    fit.add_argument("--no-budget", action="store_true", help="skip the anchor-budget advice")
+    add_run_options(fit)
+
+    apply = actions.add_parser(
+        "apply",
+        help="bridge new vectors with a saved bridge",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    apply.add_argument("bridge", metavar="BRIDGE", help="a bridge saved by `latentstitch bridge fit`")
+    apply.add_argument(
+        "new", metavar="NEW", help="vectors to bridge: the new model's (or, with --target, the old model's)"
+    )
+    apply.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=Path,
+        help="where to write (.npy, .npz, .safetensors, .pt, .parquet, .csv)",
+    )
+    apply.add_argument(
+        "--target",
+        action="store_true",
+        help="NEW holds the old model's vectors: write what a consumer of this route is trained on (relative "
+        "vectors for a relative route, the vectors unchanged for a translation route)",
+    )
+    add_file_options(apply)
+    add_run_options(apply)
+
+    actions.add_parser("routes", help="list the routes a bridge can use", description="List the routes.")
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.action == "routes":
+        return list_routes()
+    if args.action == "fit":
+        return fit(args)
+    return apply(args)
+
+
+def list_routes() -> int:
+    from latentstitch._tables import print_tables, table
+    from latentstitch.bridge import ROUTES
+
+    rows = [[s.name, s.family, "yes" if s.auto else "", s.description] for s in ROUTES.values()]
+    print_tables(
+        [
+            table(
+                "bridge routes",
+                ["route", "family", "auto", "what it does"],
+                rows,
+                "Also relative_<similarity> and relative_<similarity>_centered for every registered similarity.",
+            )
+        ]
+    )
+    return 0
+
+
+def fit(args: argparse.Namespace) -> int:
+    import warnings
+
+    from latentstitch._tables import print_tables, write_json
+    from latentstitch.bridge import Bridge, BridgeWarning, bridge_report, resolve_routes
+
+    output = output_file(args.output, "--output")
+    if output.suffix != ".safetensors":
+        raise UsageError(f"--output: a bridge is saved as .safetensors, got {str(output)!r}")
+    report_path = output_file(args.json if args.json is not None else output.with_suffix(".json"), "--json")
+    resolve_routes(args.routes)  # unknown names fail before any reading
+    pin_threads(args)
+    source, target, described = read_pair(args, ("source", "target"))
+    bridge = Bridge(
+        routes=args.routes, cv=args.cv, seed=args.seed, budget=None if args.no_budget else tuple(args.budget)
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BridgeWarning)  # its content is in the report's notes, printed below
+        bridge.fit(source, target, progress=not args.quiet)
+    bridge.save(output)
+    report = bridge_report(
+        bridge, source=str(args.source), target=str(args.target), files=described, bridge_file=str(output)
+    )
+    write_json(report, report_path)
+    print("\n".join(f"read {line}" for line in described))
+    print_tables(report["tables"], report["notes"], compact=True)
+    print(f"written: {output} (the bridge), {report_path} (the report)")
+    return 0
+
+
+def apply(args: argparse.Namespace) -> int:
+    from latentstitch._progress import progress_bar
+    from latentstitch.bridge import Bridge
+    from latentstitch.embeddings import EmbeddingWriter, open_embeddings
+
+    bridge_path = input_file(args.bridge, "BRIDGE")
+    output = output_file(args.output, "--output")
+    new_path = input_file(args.new, "NEW")
+    if output.resolve() == new_path.resolve():
+        raise UsageError("--output: is the input file NEW; write the bridged vectors to another file")
+    try:
+        bridge = Bridge.load(bridge_path)
+    except ValueError as error:
+        raise UsageError(f"BRIDGE: {error}") from None
+    pin_threads(args)
+    opened = open_embeddings(
+        new_path, key=args.key, id_column=args.id_column, vector_column=args.vector_column, option="NEW"
+    )
+    side = "target" if args.target else "source"
+    expected = bridge.n_features_target_ if args.target else bridge.n_features_source_
+    if opened.n_features != expected:
+        model = "old" if args.target else "new"
+        raise UsageError(
+            f"NEW: {opened.describe()} has {opened.n_features} features but the bridge expects the {model} model's "
+            f"{expected}-feature vectors{'' if args.target else ' (use --target for the old model vectors)'}"
+        )
+    convert = bridge.transform_target if args.target else bridge.transform
+    width = bridge._output_width() if (bridge.family_ == "relative" or not args.target) else expected
+    with progress_bar(not args.quiet) as bar:
+        task = None if bar is None else bar.add_task(f"bridging {new_path.name} ({side})", total=opened.n_rows)
+        with EmbeddingWriter(output, opened.n_rows, width, opened.dtype, ids=opened.ids, option="--output") as writer:
+            for _, block in opened.chunks():
+                writer.write(convert(block))
+                if bar is not None:
+                    bar.advance(task, len(block))
+    kind = "relative vectors" if bridge.family_ == "relative" else "vectors in the old model's space"
+    print(f"bridged {opened.n_rows} rows with route {bridge.route_} ({kind}, {width} features): written {output}")
+    return 0

@@ -1,0 +1,109 @@
+"""Similarity indices between two embedding files of the same items (CKA, the CCA family, Procrustes, RSA, k-NN).
+
+    latentstitch compare A B [--measures linear_cka mutual_knn ...] [--json results.json]
+
+Rows are paired by order, or matched with --id-column. Each measure is printed with its kind (similarity or
+distance) and range. Fitted measures (R^2 of a linear fit, the CCA family) reach their "identical" end on any data
+once the items are no more than the features of a side (N <= d): for them a note replaces the meaningless value.
+Measures that need N x N memory (RBF CKA, RSA) and mutual k-NN run on a random subset of --max-rows rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from latentstitch._cli import UsageError, output_file, positive_int
+from latentstitch.commands._files import add_pair_arguments, add_run_options, pin_threads, read_pair
+
+HELP = "similarity indices between two embedding files of the same items"
+QUADRATIC = ("rbf_cka", "rsa", "mutual_knn")  # N x N memory or time
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_pair_arguments(parser, "a", "b", "one model's vectors of N items", "another model's vectors of the same items")
+    parser.add_argument(
+        "--measures",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="measures to compute (default: every default measure of latentstitch.similarity, plus the same-space "
+        "ones when the widths agree)",
+    )
+    parser.add_argument("--json", type=Path, default=None, metavar="PATH", help="also write the results as JSON")
+    parser.add_argument(
+        "--max-rows",
+        type=positive_int,
+        default=5000,
+        help="rows used by the N x N measures (rbf_cka, rsa, mutual_knn): a seeded random subset (default 5000)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of that subset (default 0)")
+    add_run_options(parser)
+
+
+def main(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from latentstitch._tables import print_tables, table, write_json
+    from latentstitch.similarity import DEFAULT_MEASURES, MEASURES, SAME_SPACE_MEASURES, get_measure
+
+    report_path = None if args.json is None else output_file(args.json, "--json")
+    if args.measures is not None:
+        for name in args.measures:
+            if name not in MEASURES:
+                raise UsageError(f"--measures: unknown measure {name!r}; known: {', '.join(sorted(MEASURES))}")
+    pin_threads(args)
+    a, b, described = read_pair(args, ("a", "b"))
+    n, widths = a.shape[0], (a.shape[1], b.shape[1])
+    names = args.measures or list(DEFAULT_MEASURES + (SAME_SPACE_MEASURES if widths[0] == widths[1] else ()))
+    subset = None
+    if n > args.max_rows and any(name in QUADRATIC for name in names):
+        subset = np.sort(np.random.default_rng(args.seed).choice(n, args.max_rows, replace=False))
+    rows, values, notes = [], {}, []
+    for name in names:
+        spec = get_measure(name)
+        note, value = "", None
+        if spec.same_space and widths[0] != widths[1]:
+            note = f"compares rows in one space; the widths differ ({widths[0]} vs {widths[1]})"
+        elif spec.trivial_when_n_le_d and n <= max(widths):
+            note = (
+                f"not shown: with N = {n} items <= d = {max(widths)} features this fitted measure reaches "
+                "'identical' on any data; use more items than features"
+            )
+        elif n < spec.min_samples:
+            note = f"needs at least {spec.min_samples} items, got {n}"
+        else:
+            rows_a, rows_b = (a, b) if subset is None or name not in QUADRATIC else (a[subset], b[subset])
+            try:
+                value = float(spec(rows_a, rows_b))
+            except ValueError as error:  # e.g. a constant representation: undefined for this measure
+                note = "undefined here: " + " ".join(str(error).split())
+            if value is not None and subset is not None and name in QUADRATIC:
+                note = f"on a random {len(subset)} of the {n} items (--max-rows)"
+        values[name] = value
+        low, high = spec.value_range
+        rows.append([name, value, spec.kind, f"[{low:g}, {high:g}]", note])
+    notes.append(f"N = {n} paired items; A has {widths[0]} features, B has {widths[1]}")
+    result = table(
+        "Similarity of the two embeddings (latentstitch.similarity)",
+        ["measure", "value", "kind", "range", "note"],
+        rows,
+        "similarity: larger = more alike; distance: smaller = more alike. Conventions of each measure: "
+        "latentstitch.similarity.MEASURES[name].",
+    )
+    print("\n".join(f"read {line}" for line in described))
+    print_tables([result], notes)
+    if report_path is not None:
+        payload = {
+            "kind": "compare",
+            "title": f"Similarity of {Path(args.a).name} and {Path(args.b).name}",
+            "tables": [result],
+            "notes": notes,
+            "values": values,
+            "n": n,
+            "features": list(widths),
+            "files": described,
+        }
+        write_json(payload, report_path)
+        print(f"written: {report_path}")
+    return 0

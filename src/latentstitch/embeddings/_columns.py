@@ -1,0 +1,302 @@
+"""Readers of tables: ``.parquet`` (read by row groups), ``.csv`` / ``.tsv`` and Hugging Face ``save_to_disk``
+folders. The vectors are one list column (``vector_column``, or the only list column) or numbered columns (``0, 1,
+2...`` or a shared prefix and a number, ``dim_0, dim_1...``, ordered by their number); ``id_column`` names the
+ids. Other columns are ignored."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from latentstitch._extras import require
+from latentstitch.embeddings._base import EmbeddingFile
+
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+
+
+def numbered_columns(names: list[str], candidates: set[str]) -> list[str]:
+    """The columns among ``candidates`` named by a number (after a common prefix), ordered by that number."""
+    groups: dict[str, list[tuple[int, str]]] = {}
+    for name in names:
+        match = _NUMBERED.match(name)
+        if name in candidates and match:
+            groups.setdefault(match.group(1), []).append((int(match.group(2)), name))
+    if not groups:
+        return []
+    best = max(groups.values(), key=len)
+    return [name for _, name in sorted(best)]
+
+
+class _ArrowFile(EmbeddingFile):
+    """Vectors from Arrow record batches (parquet row groups, a save_to_disk table)."""
+
+    def _select(self, schema: Any, vector_column: str | None, id_column: str | None) -> None:
+        pa = require("pyarrow", "files", package="pyarrow")
+        names = list(schema.names)
+        if id_column is not None and id_column not in names:
+            raise self.error(f"has no column {id_column!r} (given by --id-column); its columns are: {', '.join(names)}")
+        lists = [f.name for f in schema if _is_list(pa, f.type) and f.name != id_column]
+        numeric = {f.name for f in schema if (pa.types.is_floating(f.type) or pa.types.is_integer(f.type))}
+        if vector_column is not None:
+            if vector_column not in names:
+                raise self.error(
+                    f"has no column {vector_column!r} (given by --vector-column); its columns are: {', '.join(names)}"
+                )
+            if vector_column not in lists:
+                raise self.error(
+                    f"column {vector_column!r} holds {schema.field(vector_column).type}, not lists of numbers"
+                )
+            self.columns = [vector_column]
+        elif len(lists) == 1:
+            self.columns = lists
+        elif len(lists) > 1:
+            raise self.error(
+                f"has several list columns ({', '.join(lists)}); say which holds the vectors with --vector-column"
+            )
+        else:
+            self.columns = numbered_columns(names, numeric - {id_column})
+            if not self.columns:
+                raise self.error(
+                    f"has no list column and no numbered columns (0, 1, ... or dim_0, dim_1, ...); its columns are: "
+                    f"{', '.join(names)}"
+                )
+        self.list_mode = bool(lists) and self.columns[0] in lists
+        if self.list_mode:
+            value_type = schema.field(self.columns[0]).type.value_type
+            if not (pa.types.is_floating(value_type) or pa.types.is_integer(value_type)):
+                raise self.error(f"column {self.columns[0]!r} holds lists of {value_type}, not numbers")
+            dtype = value_type.to_pandas_dtype() if pa.types.is_floating(value_type) else np.float32
+        else:
+            types = [schema.field(c).type for c in self.columns]
+            dtype = np.result_type(*[t.to_pandas_dtype() if pa.types.is_floating(t) else np.float32 for t in types])
+        self.id_column = id_column
+        self._dtype_hint = np.dtype(dtype)
+
+    def _block(self, batch: Any, start: int) -> np.ndarray:
+        """One record batch's vectors as a (rows, features) array; ragged lists and nulls are errors."""
+        pa = require("pyarrow", "files", package="pyarrow")
+        if self.list_mode:
+            column = batch.column(self.columns[0])
+            if column.null_count:
+                bad = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+                raise self.error(f"has no vector in row {start + bad} (column {self.columns[0]!r} is null there)")
+            if pa.types.is_fixed_size_list(column.type):
+                width = column.type.list_size
+            else:
+                lengths = np.diff(column.offsets.to_numpy())
+                width = int(lengths[0]) if len(lengths) else self.n_features
+                if np.any(lengths != (self.n_features or width)):
+                    bad = int(np.flatnonzero(lengths != (self.n_features or width))[0])
+                    raise self.error(
+                        f"has ragged vectors: row {start + bad} has {int(lengths[bad])} values where row "
+                        f"{0 if self.n_features else start} has {self.n_features or width}"
+                    )
+            values = column.flatten()
+            if values.null_count:
+                raise self.error(f"has a missing value inside a vector of column {self.columns[0]!r}")
+            return values.to_numpy(zero_copy_only=False).reshape(len(column), width)
+        arrays = []
+        for name in self.columns:
+            column = batch.column(name)
+            if column.null_count:
+                bad = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+                raise self.error(f"has no value in row {start + bad}, column {name!r}")
+            arrays.append(column.to_numpy(zero_copy_only=False))
+        return np.column_stack(arrays)
+
+    def chunks(self, rows: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
+        start = 0
+        for batch in self._batches(rows or self.chunk_rows()):
+            yield start, self._checked(self._block(batch, start), start)
+            start += batch.num_rows
+
+    def _batches(self, rows: int) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def _first_width(self, batch: Any) -> int:
+        if batch.num_rows == 0:
+            raise self.error("has no rows")
+        return self._block(batch.slice(0, 1), 0).shape[1]
+
+
+def _is_list(pa: Any, kind: Any) -> bool:
+    return pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)
+
+
+class ParquetFile(_ArrowFile):
+    format = ".parquet"
+
+    def __init__(
+        self,
+        path: Path,
+        option: str,
+        *,
+        key: str | None = None,
+        id_key: str | None = None,
+        vector_column: str | None = None,
+    ):
+        super().__init__(path, option)
+        if key is not None:
+            raise self.error("is a parquet file: name the vector column with --vector-column, not --key")
+        pq = require("pyarrow.parquet", "files", package="pyarrow")
+        try:
+            self.file = pq.ParquetFile(str(path))
+            schema = self.file.schema_arrow
+        except Exception as error:  # pyarrow's ArrowInvalid and friends
+            raise self.error(f"is not a readable parquet file ({' '.join(str(error).split())})") from None
+        self._select(schema, vector_column, id_key)
+        rows = self.file.metadata.num_rows
+        if rows == 0:
+            raise self.error("has no rows")
+        first = next(self.file.iter_batches(batch_size=1, columns=self.columns))
+        self._set_shape(rows, self._first_width(first), self._dtype_hint)
+        if id_key is not None:
+            ids = self.file.read(columns=[id_key]).column(0)
+            self._set_ids(ids.to_numpy(zero_copy_only=False), f"column {id_key!r}")
+
+    def _batches(self, rows: int) -> Iterator[Any]:
+        return self.file.iter_batches(batch_size=rows, columns=self.columns)  # row group by row group
+
+
+class HuggingFaceFolder(_ArrowFile):
+    format = "save_to_disk folder"
+
+    def __init__(
+        self,
+        path: Path,
+        option: str,
+        *,
+        key: str | None = None,
+        id_key: str | None = None,
+        vector_column: str | None = None,
+    ):
+        super().__init__(path, option)
+        from latentstitch.data._standard import read_hf_tables
+
+        try:
+            splits = read_hf_tables(path)
+        except FileNotFoundError:
+            raise self.error("is a folder but not a Hugging Face save_to_disk folder (no state.json)") from None
+        except (ValueError, OSError, KeyError, json.JSONDecodeError) as error:
+            raise self.error(f"is not a readable save_to_disk folder ({' '.join(str(error).split())})") from None
+        if key is None and len(splits) > 1:
+            raise self.error(f"holds the splits {', '.join(splits)}; say which with --key")
+        if key is not None and key not in splits:
+            raise self.error(f"has no split {key!r} (given by --key); its splits are: {', '.join(splits)}")
+        self.table = splits[key] if key is not None else next(iter(splits.values()))
+        self._select(self.table.schema, vector_column, id_key)
+        if self.table.num_rows == 0:
+            raise self.error("has no rows")
+        self._set_shape(
+            self.table.num_rows, self._first_width(self.table.slice(0, 1).to_batches()[0]), self._dtype_hint
+        )
+        if id_key is not None:
+            self._set_ids(self.table.column(id_key).to_numpy(), f"column {id_key!r}")
+
+    def _batches(self, rows: int) -> Iterator[Any]:
+        return iter(self.table.select(self.columns).to_batches(max_chunksize=rows))
+
+
+class CsvFile(EmbeddingFile):
+    """A CSV (or tab-separated ``.tsv``) file with a header row, read whole (CSV is not a format for data larger than
+    memory). Vectors: numbered columns, or one column of numbers written as ``[0.1, 0.2]`` or ``0.1 0.2``."""
+
+    format = ".csv"
+
+    def __init__(
+        self,
+        path: Path,
+        option: str,
+        *,
+        key: str | None = None,
+        id_key: str | None = None,
+        vector_column: str | None = None,
+    ):
+        super().__init__(path, option)
+        if key is not None:
+            raise self.error("is a CSV file: name the vector column with --vector-column, not --key")
+        delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+        try:
+            with open(path, newline="", encoding="utf-8") as handle:
+                rows = list(csv.reader(handle, delimiter=delimiter))
+        except (UnicodeDecodeError, csv.Error) as error:
+            raise self.error(f"is not a readable CSV file ({error})") from None
+        if not rows:
+            raise self.error("is empty (no header row)")
+        header, body = rows[0], [r for r in rows[1:] if r]
+        if not body:
+            raise self.error("has a header but no rows")
+        for line, row in enumerate(body):
+            if len(row) != len(header):
+                raise self.error(
+                    f"has ragged rows: row {line} (line {line + 2}) has {len(row)} fields but the header has "
+                    f"{len(header)}"
+                )
+        if id_key is not None and id_key not in header:
+            raise self.error(f"has no column {id_key!r} (given by --id-column); its columns are: {', '.join(header)}")
+        if vector_column is not None:
+            if vector_column not in header:
+                raise self.error(
+                    f"has no column {vector_column!r} (given by --vector-column); its columns are: {', '.join(header)}"
+                )
+            vectors = self._parse_lists(body, header.index(vector_column), vector_column)
+        else:
+            numbered = numbered_columns(header, set(header) - {id_key})
+            others = [c for c in header if c != id_key]
+            if numbered:
+                vectors = self._parse_numbered(body, [header.index(c) for c in numbered], numbered)
+            elif len(others) == 1:
+                vectors = self._parse_lists(body, header.index(others[0]), others[0])
+            else:
+                raise self.error(
+                    f"has no numbered columns (0, 1, ... or dim_0, dim_1, ...); name the column that holds the "
+                    f"vectors with --vector-column (columns: {', '.join(header)})"
+                )
+        self.array = vectors
+        self._set_shape(*vectors.shape, vectors.dtype)
+        if id_key is not None:
+            column = header.index(id_key)
+            self._set_ids(np.asarray([row[column] for row in body]), f"column {id_key!r}")
+
+    def _parse_numbered(self, body: list[list[str]], columns: list[int], names: list[str]) -> np.ndarray:
+        try:
+            return np.asarray([[float(row[c]) for c in columns] for row in body], dtype=np.float64).astype(np.float32)
+        except ValueError:
+            for line, row in enumerate(body):
+                for c, name in zip(columns, names, strict=True):
+                    try:
+                        float(row[c])
+                    except ValueError:
+                        raise self.error(
+                            f"row {line} (line {line + 2}), column {name!r}: {row[c]!r} is not a number"
+                        ) from None
+            raise
+
+    def _parse_lists(self, body: list[list[str]], column: int, name: str) -> np.ndarray:
+        vectors = []
+        for line, row in enumerate(body):
+            text = row[column].strip().strip("[]")
+            try:
+                values = [float(v) for v in re.split(r"[\s,;]+", text) if v]
+            except ValueError:
+                raise self.error(
+                    f"row {line} (line {line + 2}), column {name!r}: {row[column][:40]!r} is not a list of numbers"
+                ) from None
+            if vectors and len(values) != len(vectors[0]):
+                raise self.error(
+                    f"has ragged vectors: row {line} (line {line + 2}) has {len(values)} values where row 0 has "
+                    f"{len(vectors[0])}"
+                )
+            vectors.append(values)
+        if not vectors[0]:
+            raise self.error(f"column {name!r} holds empty vectors")
+        return np.asarray(vectors, dtype=np.float32)
+
+    def _read_rows(self, start: int, stop: int) -> np.ndarray:
+        return self.array[start:stop]

@@ -1,0 +1,139 @@
+"""Writing embeddings: the same formats as the readers, streamed chunk by chunk where the format allows it (``.npy``
+through a memory map, ``.parquet`` by row groups, ``.csv`` line by line), so a bridged file larger than memory is
+written without holding it."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from latentstitch._extras import require
+from latentstitch.embeddings._base import EmbeddingFileError
+
+WRITABLE = (".npy", ".npz", ".safetensors", ".pt", ".parquet", ".csv", ".tsv")
+
+
+class EmbeddingWriter:
+    """Write ``n_rows`` x ``n_features`` vectors to ``path`` in chunks: ``write(block)`` in row order, then
+    ``close()``. ``ids`` (one per row) are written beside the vectors where the format has room for them (``.npz``,
+    ``.safetensors`` for integer ids, ``.pt``, ``.parquet`` and ``.csv`` columns). ``key``: the array / column name of
+    the vectors (default "embeddings"); the ids are always named "id" (read them back with ``id_column="id"``). Use
+    as a context manager."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        n_rows: int,
+        n_features: int,
+        dtype: Any = np.float32,
+        *,
+        ids: np.ndarray | None = None,
+        key: str = "embeddings",
+        option: str = "path",
+    ):
+        self.path = Path(os.fspath(path))
+        self.suffix = self.path.suffix.lower()
+        if self.suffix not in WRITABLE:
+            raise EmbeddingFileError(
+                f"{option}: cannot write {self.suffix or 'a file without suffix'!r}; writable: {', '.join(WRITABLE)}"
+            )
+        self.n_rows, self.n_features, self.dtype = n_rows, n_features, np.dtype(dtype)
+        self.ids, self.key, self.option = ids, key, option
+        self.written = 0
+        self._held: list[np.ndarray] = []
+        self._handle: Any = None
+        if self.suffix == ".npy":
+            self._handle = np.lib.format.open_memmap(self.path, mode="w+", dtype=self.dtype, shape=(n_rows, n_features))
+        elif self.suffix == ".parquet":
+            pa = require("pyarrow", "files", package="pyarrow")
+            pq = require("pyarrow.parquet", "files", package="pyarrow")
+            fields = [] if ids is None else [pa.field("id", pa.array(np.asarray(ids)[:1]).type)]
+            fields.append(pa.field(key, pa.list_(pa.from_numpy_dtype(self.dtype), n_features)))
+            self._schema = pa.schema(fields)
+            self._handle = pq.ParquetWriter(str(self.path), self._schema)
+        elif self.suffix in (".csv", ".tsv"):
+            self._file = open(self.path, "w", newline="", encoding="utf-8")
+            self._handle = csv.writer(self._file, delimiter="\t" if self.suffix == ".tsv" else ",")
+            self._handle.writerow((["id"] if ids is not None else []) + [f"dim_{j}" for j in range(n_features)])
+
+    def write(self, block: np.ndarray) -> None:
+        block = np.asarray(block, dtype=self.dtype)
+        start, stop = self.written, self.written + len(block)
+        if block.ndim != 2 or block.shape[1] != self.n_features or stop > self.n_rows:
+            raise ValueError(
+                f"block: expected at most {self.n_rows - start} rows of {self.n_features}, got {block.shape}"
+            )
+        ids = None if self.ids is None else np.asarray(self.ids)[start:stop]
+        if self.suffix == ".npy":
+            self._handle[start:stop] = block
+        elif self.suffix == ".parquet":
+            pa = require("pyarrow", "files", package="pyarrow")
+            vectors = pa.FixedSizeListArray.from_arrays(pa.array(block.reshape(-1)), self.n_features)
+            columns = ([] if ids is None else [pa.array(ids)]) + [vectors]
+            self._handle.write_table(pa.Table.from_arrays(columns, schema=self._schema))
+        elif self.suffix in (".csv", ".tsv"):
+            for i, row in enumerate(block):
+                self._handle.writerow(([ids[i]] if ids is not None else []) + [repr(float(v)) for v in row])
+        else:
+            self._held.append(block)
+        self.written = stop
+
+    def close(self) -> Path:
+        if self.written != self.n_rows:
+            raise ValueError(f"{self.option}: wrote {self.written} of {self.n_rows} rows to {str(self.path)!r}")
+        if self.suffix == ".npy":
+            self._handle.flush()
+            del self._handle
+        elif self.suffix == ".parquet":
+            self._handle.close()
+        elif self.suffix in (".csv", ".tsv"):
+            self._file.close()
+        else:
+            self._write_held(np.concatenate(self._held) if self._held else np.empty((0, self.n_features), self.dtype))
+        return self.path
+
+    def _write_held(self, vectors: np.ndarray) -> None:
+        ids = None if self.ids is None else np.asarray(self.ids)
+        if self.suffix == ".npz":
+            np.savez(self.path, **{self.key: vectors}, **({} if ids is None else {"id": ids}))
+        elif self.suffix == ".safetensors":
+            from safetensors.numpy import save_file
+
+            arrays = {self.key: np.ascontiguousarray(vectors)}
+            if ids is not None and ids.dtype.kind in "iu":
+                arrays["id"] = ids.astype(np.int64)
+            save_file(arrays, str(self.path))
+        else:  # .pt: tensors and plain lists, readable with torch.load(weights_only=True)
+            import torch
+
+            payload: dict[str, Any] = {self.key: torch.from_numpy(np.ascontiguousarray(vectors))}
+            if ids is not None:
+                payload["id"] = torch.from_numpy(ids.astype(np.int64)) if ids.dtype.kind in "iu" else ids.tolist()
+            torch.save(payload, self.path)
+
+    def __enter__(self) -> EmbeddingWriter:
+        return self
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        if kind is None:
+            self.close()
+        elif self.suffix in (".csv", ".tsv"):
+            self._file.close()
+
+
+def write_embeddings(
+    path: str | os.PathLike, vectors: Any, *, ids: np.ndarray | None = None, key: str = "embeddings"
+) -> Path:
+    """Write (n, d) vectors (numpy or torch) to ``path`` in the format of its suffix (``EmbeddingWriter``)."""
+    from latentstitch._validation import to_numpy
+
+    array = to_numpy(vectors, "vectors") if not isinstance(vectors, np.ndarray) else vectors
+    if array.ndim != 2:
+        raise ValueError(f"vectors: expected (rows, features), got shape {array.shape}")
+    with EmbeddingWriter(path, array.shape[0], array.shape[1], array.dtype, ids=ids, key=key) as writer:
+        writer.write(array)
+    return writer.path
