@@ -14,7 +14,6 @@ from latentstitch._validation import (
     check_choice,
     check_nonnegative,
     check_optional_positive_int,
-    check_positive,
     check_positive_int,
     check_probability,
     check_same_width,
