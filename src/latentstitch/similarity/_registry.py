@@ -45,7 +45,14 @@ class MeasureSpec:
     streaming: the name of the streaming class computing the same value chunk by chunk, if any.
     trivial_when_n_le_d: the value reaches its "identical" end whatever the data once the samples are no more than
         the features of a side (N <= d): fitted measures (R^2 of a linear regression, the CCA family) can then match
-        any two representations exactly. Such a value says nothing; compare N with d before reading it.
+        any two representations exactly. Such a value says nothing; compare N with d before reading it
+        (``is_trivial`` does, and ``compare``, ``permutation_test`` and ``bootstrap_ci`` flag it in their results).
+    resamplable: rows may be drawn with replacement (bootstrap) without changing what the value means. False for
+        neighbourhood measures: a duplicated row is its own nearest neighbour in both representations.
+    row_options: options that hold one row per sample (e.g. deconfounded CKA's ``confounder``): they follow x's rows
+        (a permutation test permutes y only; a bootstrap resamples them with x and y).
+    similarity_repository: the same measure's identifiers in nacloos/similarity-repository's standardised naming
+        (``similarity.make("measure/<repository>/<identifier>")``), where one exists, to cross-walk results.
     """
 
     name: str
@@ -62,6 +69,9 @@ class MeasureSpec:
     streaming: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     trivial_when_n_le_d: bool = False
+    resamplable: bool = True
+    row_options: tuple[str, ...] = ()
+    similarity_repository: tuple[str, ...] = ()
 
     @property
     def invariances(self) -> frozenset[str]:
@@ -91,6 +101,9 @@ def register_measure(
     streaming: str | None = None,
     options: dict[str, Any] | None = None,
     trivial_when_n_le_d: bool = False,
+    resamplable: bool = True,
+    row_options: Iterable[str] = (),
+    similarity_repository: Iterable[str] = (),
 ) -> MeasureSpec:
     """Add a measure under ``name``. ``invariances`` hold for both arguments; ``invariances_x``/``invariances_y``
     list the extra ones that hold for one argument only. ``options`` are keyword arguments bound to ``function``
@@ -115,6 +128,9 @@ def register_measure(
         streaming=streaming,
         options=dict(options or {}),
         trivial_when_n_le_d=trivial_when_n_le_d,
+        resamplable=resamplable,
+        row_options=tuple(row_options),
+        similarity_repository=tuple(similarity_repository),
     )
     MEASURES[name] = spec
     return spec
