@@ -19,7 +19,7 @@ from scipy.optimize import linear_sum_assignment
 from latentstitch._moments import CrossMoments
 from latentstitch._validation import ArrayLike, check_choice
 from latentstitch.similarity._neighbors import unit_rows
-from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, prepare_pair
+from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, needs_grad, prepare_pair
 
 
 def assignment(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -29,9 +29,10 @@ def assignment(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return torch.as_tensor(rows, device=device), torch.as_tensor(cols, device=device)
 
 
-def correlations(m: CrossMoments, measure: str) -> torch.Tensor:
-    """Pearson correlations (p, q) between the neurons of x and y; a constant neuron correlates 0 with everything
-    (as scikit-learn's cosine of a zero vector, which ReSi uses); a side with no varying neuron is an error."""
+def neuron_scales(m: CrossMoments, measure: str) -> torch.Tensor:
+    """``1 / (sd_x sd_y^T)`` (p, q) for the neurons of x and y, 0 for a constant neuron (so it correlates 0 with
+    everything, as scikit-learn's cosine of a zero vector, which ReSi uses); a side with no varying neuron is an
+    error."""
     sides = []
     for diagonal, name in ((m.centered_aa_diag(), "x"), (m.centered_bb_diag(), "y")):
         top = diagonal.max()
@@ -39,7 +40,12 @@ def correlations(m: CrossMoments, measure: str) -> torch.Tensor:
             raise ZeroVarianceError(name, measure)
         varying = diagonal > top * torch.finfo(torch.float64).eps ** 2
         sides.append(torch.where(varying, torch.rsqrt(torch.where(varying, diagonal, 1.0)), 0.0))
-    return m.centered_ab() * sides[0][:, None] * sides[1][None, :]
+    return sides[0][:, None] * sides[1][None, :]
+
+
+def correlations(m: CrossMoments, measure: str) -> torch.Tensor:
+    """Pearson correlations (p, q) between the neurons of x and y (see ``neuron_scales``)."""
+    return m.centered_ab() * neuron_scales(m, measure)
 
 
 def correlation_match_terms(correlation: torch.Tensor, soft: bool) -> torch.Tensor:
@@ -107,7 +113,13 @@ def permutation_metric(x: ArrayLike, y: ArrayLike, score: str = "angular") -> fl
     """
     score = check_choice(score, "score", PERMUTATION_SCORES)
     xt, yt = prepare_pair(x, y, min_rows=2, measure="the permutation metric")
-    return as_result(permutation_from_moments(moments_of(xt, yt), score), x, xt)
+    # the euclidean score is not scale invariant: its moments must not be rescaled (moments_of may rescale)
+    moments = moments_of(xt, yt) if score == "angular" else raw_moments(xt, yt)
+    return as_result(permutation_from_moments(moments, score), x, xt)
+
+
+def raw_moments(xt: torch.Tensor, yt: torch.Tensor) -> CrossMoments:
+    return CrossMoments(track_grad=needs_grad(xt, yt)).update(xt, yt, finite_checked=True)
 
 
 def aligned_cosine(x: ArrayLike, y: ArrayLike) -> float | torch.Tensor:
