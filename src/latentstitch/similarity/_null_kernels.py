@@ -103,15 +103,16 @@ class CrossBatch:
 
     def cross(self, perms: torch.Tensor) -> torch.Tensor:
         b = perms.shape[0]
-        out = torch.zeros(b, self.p, self.q, dtype=torch.float64, device=self.x.device)
+        out = torch.zeros(self.p, b, self.q, dtype=torch.float64, device=self.x.device)  # (p, B, q): added in place
         scale = 16 if self.x.device.type != "cpu" else 1
         rows = max(_MIN_BLOCK_ROWS, scale * _GATHER_ELEMENTS // max(b * self.q, 1))
         for start in range(0, self.n, rows):
             stop = min(start + rows, self.n)
-            gathered = self.y[perms[:, start:stop].T]  # (rows, B, q): row i of every permuted y
-            product = matmul(self.x[start:stop].T, gathered.reshape(stop - start, b * self.q))
-            out += product.reshape(self.p, b, self.q).permute(1, 0, 2)
-        return out
+            # row i of every permuted y, side by side: (rows, B * q), so one GEMM serves the whole batch
+            gathered = torch.index_select(self.y, 0, perms[:, start:stop].T.reshape(-1))
+            product = matmul(self.x[start:stop].T, gathered.view(stop - start, b * self.q))
+            out += product.view(self.p, b, self.q)
+        return out.permute(1, 0, 2)
 
 
 @kernel("linear_cka", "debiased_cka", "rbf_cka")

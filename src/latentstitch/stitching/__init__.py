@@ -31,7 +31,9 @@ Estimators: ``LeastSquares`` (``pinv([A, 1]) B``), ``Procrustes`` (orthogonal), 
   estimator above, by least squares, randomly or as the identity.
 - ``fit_task_loss(stitched, data, ...)``: train only the stitching layer through both frozen networks (the paper's
   defaults), with soft or hard labels, L1 sparsity, low rank, a CKA penalty, and CKA / R^2 traced along training.
-- ``stitch_metrics``: accuracy, relative accuracy (stitched / model B), agreement and cross-entropy to model B.
+- ``stitch_metrics``: accuracy, relative accuracy (stitched / model B), agreement and cross-entropy to model B;
+  ``stitch_nulls`` / ``sweep(..., nulls=True)``: the same metrics for the same stitch fitted from a shuffled sender
+  and from noise with the sender's covariance, the control that says whether stitching works at all.
 - ``sweep`` (every layer x every method, Figure 2), ``sparsity_sweep`` (Figure 8), ``interpolate_layers`` (mode
   connectivity), ``save_stitching_layer`` / ``load_stitching_layer`` (safetensors).
 
@@ -50,6 +52,7 @@ from latentstitch.stitching._activations import (
 from latentstitch.stitching._io import load
 from latentstitch.stitching._lasso import SPARSITY_THRESHOLD, SparseLasso
 from latentstitch.stitching._least_squares import LeastSquares
+from latentstitch.stitching._nulls import NULLS, fit_direct_null, stitch_nulls
 from latentstitch.stitching._procrustes import Procrustes
 from latentstitch.stitching._reduced_rank import ReducedRank
 from latentstitch.stitching._stitch import (
@@ -69,6 +72,7 @@ from latentstitch.stitching._translator import LatentTranslator
 
 __all__ = [
     "INITS",
+    "NULLS",
     "SPARSITY_THRESHOLD",
     "TARGETS",
     "ActivationStore",
@@ -86,6 +90,7 @@ __all__ = [
     "TaskLossResult",
     "affine_map",
     "fit_direct",
+    "fit_direct_null",
     "fit_task_loss",
     "get_activations",
     "interpolate_layers",
@@ -100,5 +105,6 @@ __all__ = [
     "sparsity_sweep",
     "stitch",
     "stitch_metrics",
+    "stitch_nulls",
     "sweep",
 ]
