@@ -84,6 +84,7 @@ def time_naive(x, y, name: str, permutations: int, calls: int) -> tuple[float, f
 def _rows(x, y, args, device: str) -> list[list]:
     rows = []
     for name in args.measures:
+        print(f"  measuring {name} on {device}...", flush=True)
         calls = args.naive_calls or MEASURES[name][1]
         naive_total, naive_measured, naive_null = time_naive(x, y, name, args.permutations, calls)
         ours_total, _, ours_null, how = time_batched(x, y, name, args.permutations, args.batched_subset)
@@ -97,6 +98,7 @@ def _rows(x, y, args, device: str) -> list[list]:
                 f"{error:.1e}",
             ]
         )
+        print("  " + " | ".join(str(cell) for cell in rows[-1]), flush=True)  # each row as soon as it is measured
     return rows
 
 

@@ -26,7 +26,7 @@ from latentstitch.similarity._pnka import pnka
 from latentstitch.similarity._procrustes import procrustes_distance, shape_metric_angular
 from latentstitch.similarity._registry import MEASURES, MeasureSpec, ZeroVarianceError, get_measure, register_measure
 from latentstitch.similarity._regression import r2_linear
-from latentstitch.similarity._resampling import poisson_weights
+from latentstitch.similarity._resampling import row_weights
 from latentstitch.similarity._rsa import rsa
 from latentstitch.similarity._sample_size import SmallSampleWarning, is_trivial
 from latentstitch.similarity._streaming import (
@@ -99,12 +99,12 @@ __all__ = [
     "permutation_metric",
     "permutation_test",
     "pnka",
-    "poisson_weights",
     "procrustes_distance",
     "pwcca",
     "r2_linear",
     "rank_similarity",
     "register_measure",
+    "row_weights",
     "rsa",
     "second_order_cosine",
     "shape_metric_angular",

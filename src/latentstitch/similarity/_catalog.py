@@ -69,6 +69,7 @@ _register(
     value_range=(-1.0, 1.0),
     centering=U_CENTRED,
     min_samples=4,
+    resampling="without_replacement",
     streaming="StreamingCKA",
     similarity_repository=("cka-kernel=linear-hsic=song-score",),
 )
@@ -80,6 +81,7 @@ _register(
     value_range=(-1.0, 1.0),
     centering=f"{U_CENTRED}, per minibatch",
     min_samples=4,
+    resampling="without_replacement",
     streaming="StreamingMinibatchCKA",
 )
 _register(
@@ -139,7 +141,7 @@ _register(
     **ids("rsa-rdm=euclidean-compare=spearman"),
 )
 COSINE = RIGID | {ISOTROPIC_SCALE}
-NEIGHBOURS = {"differentiable": False, "centering": "none (cosine)", "min_samples": 11, "resamplable": False}
+NEIGHBOURS = {"differentiable": False, "centering": "none (cosine)", "min_samples": 11, "resampling": "none"}
 _register("mutual_knn", mutual_knn, COSINE, **NEIGHBOURS, **ids("mutual_knn-topk={topk}"))
 _register(
     "jaccard_at_k",
@@ -150,7 +152,7 @@ _register(
     centering="none (cosine)",
     min_samples=5,
     same_space=True,
-    resamplable=False,
+    resampling="none",
 )
 _register(
     "mrr",
@@ -161,7 +163,7 @@ _register(
     centering="none (cosine)",
     min_samples=1,
     same_space=True,
-    resamplable=False,
+    resampling="none",
 )
 _register(
     "matched_cosine",

@@ -27,11 +27,18 @@ from latentstitch._progress import progress_bar
 from latentstitch._validation import ArrayLike, check_choice, check_positive_int
 from latentstitch.similarity._null_kernels import batch_size_for, finite_ideal, null_kernel
 from latentstitch.similarity._registry import MeasureSpec, get_measure, prepare_pair
-from latentstitch.similarity._resampling import Permutations, bootstrap_indices, jackknife_blocks, poisson_weights
+from latentstitch.similarity._resampling import (
+    Permutations,
+    bootstrap_indices,
+    group_members,
+    jackknife_blocks,
+    row_weights,
+    weighted_indices,
+)
 from latentstitch.similarity._sample_size import SmallSampleWarning, is_trivial, trivial_message
 
 INTERVALS = ("percentile", "basic", "bca")
-SCHEMES = ("multinomial", "poisson")
+SCHEMES = ("auto", "multinomial", "poisson", "half")
 
 
 # --- results -----------------------------------------------------------------------------------------------------
@@ -291,13 +298,32 @@ def permutation_test(
 # --- bootstrap ---------------------------------------------------------------------------------------------------
 
 
-def _check_resamplable(spec: MeasureSpec) -> None:
-    if not spec.resamplable:
+def resampling_of(spec: MeasureSpec, options: dict[str, Any]) -> str:
+    """The measure's ``resampling``, for these options (``debiased=True`` makes CKA leave out self-pairs)."""
+    if spec.resampling == "with_replacement" and options.get("debiased"):
+        return "without_replacement"
+    return spec.resampling
+
+
+def choose_scheme(spec: MeasureSpec, options: dict[str, Any], scheme: str) -> str:
+    """The bootstrap scheme to use: ``scheme``, or for ``"auto"`` the multinomial bootstrap, or half-samples for
+    estimators that leave out self-pairs; refused for neighbourhood measures."""
+    resampling = resampling_of(spec, options)
+    if resampling == "none":
         raise ValueError(
-            f"measure: {spec.name} cannot be bootstrapped over samples: a row drawn twice is its own nearest "
-            "neighbour in both representations, which inflates the value (and neighbourhood measures depend on n "
-            "itself). Use permutation_test for its significance."
+            f"measure: {spec.name} cannot be bootstrapped over samples: its value depends on n and on who is whose "
+            "neighbour, so neither a row drawn twice (its own nearest neighbour) nor a half-sample (sparser "
+            "neighbourhoods) estimates its spread. Use permutation_test for its significance."
         )
+    if scheme == "auto":
+        return "half" if resampling == "without_replacement" else "multinomial"
+    if scheme in ("multinomial", "poisson") and resampling == "without_replacement":
+        raise ValueError(
+            f"scheme: {spec.name}{' (debiased)' if spec.name != 'debiased_cka' else ''} leaves out pairs of a "
+            f"sample with itself, so a row drawn twice would bias it (two 'different' samples that agree "
+            f"perfectly); use scheme='half' (or 'auto')"
+        )
+    return scheme
 
 
 def confidence_interval(
@@ -356,31 +382,34 @@ def bootstrap_ci(
     seed: int = 0,
     interval: str = "percentile",
     groups: ArrayLike | None = None,
-    scheme: str = "multinomial",
+    scheme: str = "auto",
     jackknife: int = 50,
     progress: Any = False,
     **options: Any,
 ) -> BootstrapCI:
     """Bootstrap confidence interval of a similarity measure over samples.
 
-    Each bootstrap sample draws the n rows (pairs of x and y rows, with any row option) with replacement, or, with
-    ``groups``, as many whole groups with replacement (the cluster bootstrap, for dependent rows); the measure is
-    recomputed on each.
+    Each replicate recomputes the measure on a resample of the pairs of rows of x and y (with any row option, such
+    as a confounder), or, with ``groups``, of whole groups (the cluster bootstrap, for dependent rows).
 
     Parameters
     ----------
     x, y : (n, p), (n, q) arrays or tensors of the same samples.
-    measure : a registered measure name. Neighbourhood measures (``MEASURES[name].resamplable`` False) are refused:
-        duplicated rows are their own nearest neighbours.
-    n_boot : bootstrap samples.
+    measure : a registered measure name. Neighbourhood measures (``MEASURES[name].resampling == "none"``) are
+        refused: their value depends on n and on who is whose neighbour.
+    n_boot : bootstrap replicates.
     level : confidence level in (0, 1).
     seed : seeds the draws.
     interval : ``"percentile"`` (default), ``"basic"`` (reflected around the value, clipped to the range) or
-        ``"bca"`` (bias-corrected and accelerated; the acceleration from a delete-a-block jackknife over
-        ``jackknife`` random blocks of rows or groups, ``jackknife`` more evaluations).
-    scheme : ``"multinomial"`` (the classic bootstrap, default) or ``"poisson"``: each row weighted by an
-        independent Poisson(1) count (``poisson_weights(seed, 0, n, n_boot)``), the weights ``StreamingBootstrap``
-        uses, so the two agree exactly.
+        ``"bca"`` (bias-corrected and accelerated, Efron 1987; the acceleration from a delete-a-block jackknife over
+        ``jackknife`` random blocks of rows or groups: ``jackknife`` more evaluations).
+    scheme : ``"auto"`` (default): ``"multinomial"``, except ``"half"`` for estimators that leave out pairs of a
+        sample with itself (``MEASURES[name].resampling == "without_replacement"``: debiased and minibatch CKA).
+        ``"multinomial"``: n rows (or groups) drawn with replacement, the classic bootstrap. ``"poisson"``: every row
+        weighted by an independent Poisson(1) count. ``"half"``: every row (or group) kept with probability 1/2,
+        without replacement (half-sampling: for smooth estimators its spread matches the full sample's, and no row
+        appears twice). The poisson and half weights are ``row_weights(seed, 0, n, n_boot, scheme)``, those of
+        ``StreamingBootstrap``, so the two agree exactly.
     progress : show a progress bar (True), use the caller's rich ``Progress``, or nothing.
     **options : keyword arguments of the measure.
 
@@ -390,32 +419,35 @@ def bootstrap_ci(
 
     Notes
     -----
-    Percentile intervals inherit the estimator's bias: biased CKA overestimates the population value at small n
-    (its replicates sit above it too), so prefer ``debiased_cka`` for intervals, or ``interval="bca"``.
+    Percentile intervals inherit the estimator's bias: biased linear CKA overestimates its population value at small
+    n, and its replicates more so; ``interval="basic"`` or ``"bca"`` correct for it, or use ``debiased_cka``.
     """
     spec = get_measure(measure)
-    _check_resamplable(spec)
     n_boot = check_positive_int(n_boot, "n_boot", minimum=2)
     if not 0 < level < 1:
         raise ValueError(f"level: expected a confidence level in (0, 1), got {level}")
     check_choice(interval, "interval", INTERVALS)
-    check_choice(scheme, "scheme", SCHEMES)
-    if scheme == "poisson" and groups is not None:
-        raise ValueError("scheme: the poisson scheme weights rows; for groups use scheme='multinomial'")
+    scheme = choose_scheme(spec, options, check_choice(scheme, "scheme", SCHEMES))
     value = observed(spec, x, y, options)
     xt, yt = prepare_pair(x, y, min_rows=spec.min_samples, measure=spec.name)
     n = xt.shape[0]
     trivial = flag_trivial(spec, n, xt.shape[1], yt.shape[1])
     row_options, other = split_options(spec, options)
-    if scheme == "poisson":
-        weights = poisson_weights(seed, 0, n, n_boot)
-        draws: Iterable[np.ndarray] = (np.repeat(np.arange(n), weights[:, b]) for b in range(n_boot))
+    if scheme == "multinomial":
+        draws: Iterable[np.ndarray] = bootstrap_indices(n, n_boot, seed, groups)
     else:
-        draws = bootstrap_indices(n, n_boot, seed, groups)
+        members = None if groups is None else group_members(groups, n)
+        units = n if members is None else len(members)
+        draws = weighted_indices(row_weights(seed, 0, units, n_boot, scheme), members)
     replicates = []
     with progress_bar(progress) as bar:
         task = bar.add_task(f"{spec.name} bootstrap", total=n_boot) if bar is not None else None
         for index in draws:
+            if len(index) < spec.min_samples:
+                raise ValueError(
+                    f"n_boot: a {scheme} bootstrap sample kept {len(index)} rows, fewer than {spec.name} needs "
+                    f"({spec.min_samples}); use more samples"
+                )
             replicates.append(_subset(spec, xt, yt, row_options, other, index))
             if bar is not None:
                 bar.advance(task)

@@ -22,6 +22,7 @@ import torch
 from latentstitch._moments import CrossMoments
 from latentstitch._validation import (
     as_float_tensor,
+    check_choice,
     check_same_rows,
     flatten_samples,
     match_reference,
@@ -47,8 +48,11 @@ class MeasureSpec:
         the features of a side (N <= d): fitted measures (R^2 of a linear regression, the CCA family) can then match
         any two representations exactly. Such a value says nothing; compare N with d before reading it
         (``is_trivial`` does, and ``compare``, ``permutation_test`` and ``bootstrap_ci`` flag it in their results).
-    resamplable: rows may be drawn with replacement (bootstrap) without changing what the value means. False for
-        neighbourhood measures: a duplicated row is its own nearest neighbour in both representations.
+    resampling: how the samples of a bootstrap may be drawn. ``"with_replacement"``: the classic bootstrap (a row
+        drawn twice is just a heavier sample). ``"without_replacement"``: the estimator leaves out pairs of a sample
+        with itself (unbiased HSIC: debiased and minibatch CKA), so a row drawn twice would count as two distinct
+        samples that agree perfectly and bias it; replicates are half-samples instead. ``"none"``: the value depends
+        on n itself and on who is whose neighbour (k-NN measures): no bootstrap over samples.
     row_options: options that hold one row per sample (e.g. deconfounded CKA's ``confounder``): they follow x's rows
         (a permutation test permutes y only; a bootstrap resamples them with x and y).
     similarity_repository: the same measure's identifiers in nacloos/similarity-repository's standardised naming
@@ -69,7 +73,7 @@ class MeasureSpec:
     streaming: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     trivial_when_n_le_d: bool = False
-    resamplable: bool = True
+    resampling: str = "with_replacement"
     row_options: tuple[str, ...] = ()
     similarity_repository: tuple[str, ...] = ()
 
@@ -82,6 +86,7 @@ class MeasureSpec:
 
 
 MEASURES: dict[str, MeasureSpec] = {}
+RESAMPLING = ("with_replacement", "without_replacement", "none")
 
 
 def register_measure(
@@ -101,7 +106,7 @@ def register_measure(
     streaming: str | None = None,
     options: dict[str, Any] | None = None,
     trivial_when_n_le_d: bool = False,
-    resamplable: bool = True,
+    resampling: str = "with_replacement",
     row_options: Iterable[str] = (),
     similarity_repository: Iterable[str] = (),
 ) -> MeasureSpec:
@@ -128,7 +133,7 @@ def register_measure(
         streaming=streaming,
         options=dict(options or {}),
         trivial_when_n_le_d=trivial_when_n_le_d,
-        resamplable=resamplable,
+        resampling=check_choice(resampling, "resampling", RESAMPLING),
         row_options=tuple(row_options),
         similarity_repository=tuple(similarity_repository),
     )

@@ -99,6 +99,10 @@ class Permutations:
         return out
 
 
+def group_members(groups: object, n: int) -> list[np.ndarray]:
+    return Groups.of(groups, n).members()
+
+
 def bootstrap_indices(n: int, replicates: int, seed: int, groups: object = None) -> Iterator[np.ndarray]:
     """Row indices of ``replicates`` bootstrap samples: n rows drawn with replacement, or (with ``groups``) as many
     groups drawn with replacement, each bringing all its rows (the cluster bootstrap)."""
@@ -140,17 +144,36 @@ def _splitmix64(z: np.ndarray) -> np.ndarray:
         return z ^ (z >> np.uint64(31))
 
 
-def poisson_weights(seed: int, start: int, stop: int, replicates: int) -> np.ndarray:
-    """Poisson(1) weights ``(stop - start, replicates)`` for the rows ``start:stop`` of a stream.
+WEIGHT_SCHEMES = ("poisson", "half")
 
-    Each weight is a function of (seed, global row index, replicate) only (a SplitMix64 hash turned into a uniform
-    number, then through the Poisson(1) quantile function), so a stream gives every row the same weights however it
-    is cut into chunks or spread over workers, and an in-memory computation can reproduce them.
+
+def row_weights(seed: int, start: int, stop: int, replicates: int, scheme: str = "poisson") -> np.ndarray:
+    """Bootstrap weights ``(stop - start, replicates)`` of the rows ``start:stop`` of a stream.
+
+    ``"poisson"``: Poisson(1) counts (a row may count 0, 1, 2... times: the Poisson bootstrap). ``"half"``: 0 or 1
+    with probability 1/2 (each replicate a random half of the rows, without replacement: half-sampling). Each weight
+    is a function of (seed, global row index, replicate) only (a SplitMix64 hash turned into a uniform number, then
+    through the quantile function), so a stream gives every row the same weights however it is cut into chunks or
+    spread over workers, and an in-memory computation can reproduce them.
     """
     check_positive_int(replicates, "replicates")
+    check_choice(scheme, "scheme", WEIGHT_SCHEMES)
     with np.errstate(over="ignore"):
         key = _splitmix64(np.array([seed], dtype=np.uint64))
         rows = _splitmix64(np.arange(start, stop, dtype=np.uint64)[:, None] ^ key)
         hashed = _splitmix64(rows + np.arange(replicates, dtype=np.uint64)[None, :] * _GOLDEN)
     uniform = (hashed >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    if scheme == "half":
+        return (uniform < 0.5).astype(np.int64)
     return np.searchsorted(_POISSON1_CDF, uniform, side="right").astype(np.int64)
+
+
+def weighted_indices(weights: np.ndarray, members: list[np.ndarray] | None = None) -> Iterator[np.ndarray]:
+    """Row indices of each replicate (a column of ``weights``): every row repeated its weight times. With
+    ``members`` (each group's rows), ``weights`` has one row per group and a group's rows take its weight."""
+    for column in weights.T:
+        if members is None:
+            yield np.repeat(np.arange(weights.shape[0]), column)
+        else:
+            parts = [np.tile(members[g], int(w)) for g, w in enumerate(column) if w]
+            yield np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)

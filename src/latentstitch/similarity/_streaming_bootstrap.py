@@ -2,9 +2,11 @@
 
 The multinomial bootstrap needs the whole sample to draw from. The Poisson bootstrap (Hanley & MacGibbon 2006;
 Chamandy et al. 2012) instead gives every row an independent Poisson(1) count per replicate, decided the moment the
-row arrives, so each replicate is one more accumulator updated with the row repeated that many times. The counts
-are a hash of (seed, row index, replicate) (``poisson_weights``), so the result does not depend on how the stream is
-chunked or spread over workers, and ``bootstrap_ci(..., scheme="poisson")`` reproduces it in memory.
+row arrives, so each replicate is one more accumulator updated with the row repeated that many times. Estimators
+that leave out pairs of a sample with itself (debiased CKA) must not see a row twice: for them every row joins a
+replicate with probability 1/2 instead (half-sampling). The weights are a hash of (seed, row index, replicate)
+(``row_weights``), so the result does not depend on how the stream is chunked or spread over workers, and
+``bootstrap_ci(..., scheme=...)`` reproduces it in memory.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from latentstitch._validation import ArrayLike, check_choice, check_positive_int
 from latentstitch.distributed._arrays import dask_pair, is_dask_array, reduce_blocks
 from latentstitch.similarity._inference import BootstrapCI, confidence_interval
 from latentstitch.similarity._registry import MEASURES, prepare_pair
-from latentstitch.similarity._resampling import poisson_weights
+from latentstitch.similarity._resampling import row_weights
 from latentstitch.similarity._sample_size import is_trivial
 
 
@@ -35,6 +37,8 @@ class StreamingBootstrap:
     seed : seeds the Poisson counts (with the global row index).
     level : confidence level of ``compute()``.
     interval : ``"percentile"`` or ``"basic"`` (BCa needs a jackknife over the whole sample).
+    scheme : ``"auto"`` (``"half"`` for debiased CKA and minibatch CKA, else ``"poisson"``), ``"poisson"`` or
+        ``"half"`` (see ``bootstrap_ci``).
 
     ``update(x, y, start=None)`` adds a chunk whose first row has global index ``start`` (default: the rows seen so
     far; give it when chunks reach several accumulators that are merged later, so that every row keeps its own
@@ -43,7 +47,14 @@ class StreamingBootstrap:
     """
 
     def __init__(
-        self, stream: Any, replicates: int = 200, seed: int = 0, *, level: float = 0.95, interval: str = "percentile"
+        self,
+        stream: Any,
+        replicates: int = 200,
+        seed: int = 0,
+        *,
+        level: float = 0.95,
+        interval: str = "percentile",
+        scheme: str = "auto",
     ):
         self.stream = stream
         self.replicates = check_positive_int(replicates, "replicates", minimum=2)
@@ -52,6 +63,16 @@ class StreamingBootstrap:
             raise ValueError(f"level: expected a confidence level in (0, 1), got {level}")
         self.level = level
         self.interval = check_choice(interval, "interval", ("percentile", "basic"))
+        check_choice(scheme, "scheme", ("auto", "poisson", "half"))
+        leaves_out_self_pairs = getattr(stream, "debiased", False) or type(stream).__name__ == "StreamingMinibatchCKA"
+        if scheme == "auto":
+            scheme = "half" if leaves_out_self_pairs else "poisson"
+        elif scheme == "poisson" and leaves_out_self_pairs:
+            raise ValueError(
+                "scheme: this stream's estimator leaves out pairs of a sample with itself, so a row counted twice "
+                "would bias it; use scheme='half' (or 'auto')"
+            )
+        self.scheme = scheme
         self.reset()
 
     def reset(self) -> None:
@@ -70,7 +91,7 @@ class StreamingBootstrap:
         xt, yt = prepare_pair(x, y, min_rows=0, measure="the streaming bootstrap")
         start = self.rows if start is None else check_positive_int(start, "start", minimum=0)
         count = xt.shape[0]
-        weights = torch.from_numpy(poisson_weights(self.seed, start, start + count, self.replicates))
+        weights = torch.from_numpy(row_weights(self.seed, start, start + count, self.replicates, self.scheme))
         self.main.update(xt, yt)
         rows = torch.arange(count)
         for replicate, accumulator in enumerate(self.copies):
@@ -92,8 +113,9 @@ class StreamingBootstrap:
         return self
 
     def merge(self, other: StreamingBootstrap) -> StreamingBootstrap:
-        if not isinstance(other, StreamingBootstrap) or other.replicates != self.replicates or other.seed != self.seed:
-            raise TypeError("other: expected a StreamingBootstrap with the same replicates and seed")
+        key = (self.replicates, self.seed, self.scheme)
+        if not isinstance(other, StreamingBootstrap) or (other.replicates, other.seed, other.scheme) != key:
+            raise TypeError("other: expected a StreamingBootstrap with the same replicates, seed and scheme")
         out = copy.copy(self)
         out.main = self.main.merge(other.main)
         out.copies = [mine.merge(theirs) for mine, theirs in zip(self.copies, other.copies, strict=True)]
@@ -119,7 +141,7 @@ class StreamingBootstrap:
             bias=float(replicates.mean() - value),
             samples=self.main.count,
             trivial=self._trivial(),
-            scheme="poisson",
+            scheme=self.scheme,
         )
 
     def _trivial(self) -> bool:
