@@ -399,6 +399,7 @@ def test_small_samples_are_flagged_at_the_callers_line():
     assert [w.filename for w in record if w.category is sim.SmallSampleWarning] == [__file__]
     assert not sim.is_trivial("r2_linear", 12, 5, 30)  # r2_linear fits x only: a wide y is no problem
     assert sim.is_trivial("r2_linear", 12, 11, 3) and not sim.is_trivial("linear_cka", 12, 30, 30)
+    assert sim.is_trivial("gulp", 12, 30, 30) and not sim.is_trivial("gulp", 12, 30, 30, {"ridge": 0.1})  # regularised
 
 
 def test_compare_without_trivial_measures_stays_quiet():

@@ -169,8 +169,8 @@ def observed(spec: MeasureSpec, x: Any, y: Any, options: dict[str, Any]) -> floa
         return float(spec(x, y, **options))
 
 
-def flag_trivial(spec: MeasureSpec, n: int, p: int, q: int) -> bool:
-    trivial = is_trivial(spec, n, p, q)
+def flag_trivial(spec: MeasureSpec, n: int, p: int, q: int, options: dict[str, Any]) -> bool:
+    trivial = is_trivial(spec, n, p, q, options)
     if trivial:
         warn_at_caller(trivial_message([spec.name], n, p, q), SmallSampleWarning)
     return trivial
@@ -264,9 +264,9 @@ def permutation_test(
     value = observed(spec, x, y, options)
     xt, yt = prepare_pair(x, y, min_rows=spec.min_samples, measure=spec.name)
     n = xt.shape[0]
-    trivial = flag_trivial(spec, n, xt.shape[1], yt.shape[1])
+    trivial = flag_trivial(spec, n, xt.shape[1], yt.shape[1], options)
     generator = Permutations(n, seed, groups, group_mode)
-    size = batch_size_for(spec, xt.shape[1], yt.shape[1]) if batch_size is None else batch_size
+    size = batch_size_for(xt.shape[1], yt.shape[1]) if batch_size is None else batch_size
     size = check_positive_int(size, "batch_size")
     null, used_kernel = null_distribution(
         spec,
@@ -431,7 +431,7 @@ def bootstrap_ci(
     value = observed(spec, x, y, options)
     xt, yt = prepare_pair(x, y, min_rows=spec.min_samples, measure=spec.name)
     n = xt.shape[0]
-    trivial = flag_trivial(spec, n, xt.shape[1], yt.shape[1])
+    trivial = flag_trivial(spec, n, xt.shape[1], yt.shape[1], options)
     row_options, other = split_options(spec, options)
     if scheme == "multinomial":
         draws: Iterable[np.ndarray] = bootstrap_indices(n, n_boot, seed, groups)

@@ -78,10 +78,10 @@ def pair_null(task: tuple) -> tuple[float, np.ndarray, bool]:
     spec, x, y, options, permutations, seed, groups, group_mode, batch_size = task
     value = quiet(lambda: float(spec(x, y, **options)))
     xt, yt = prepare_pair(x, y, min_rows=spec.min_samples, measure=spec.name)
-    size = batch_size or batch_size_for(spec, xt.shape[1], yt.shape[1])
+    size = batch_size or batch_size_for(xt.shape[1], yt.shape[1])
     generator = Permutations(xt.shape[0], seed, groups, group_mode)
     null, _ = null_distribution(spec, xt, yt, options, generator.batches(permutations, size))
-    return value, null, is_trivial(spec, xt.shape[0], xt.shape[1], yt.shape[1])
+    return value, null, is_trivial(spec, xt.shape[0], xt.shape[1], yt.shape[1], options)
 
 
 def standardized(values: np.ndarray, null: np.ndarray, sign: float) -> tuple[np.ndarray, np.ndarray]:

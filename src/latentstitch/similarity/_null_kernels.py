@@ -75,7 +75,7 @@ def null_kernel(spec: MeasureSpec, x: torch.Tensor, y: torch.Tensor, options: di
         return factory(x.detach(), y.detach(), **{**spec.options, **options})
 
 
-def batch_size_for(spec: MeasureSpec, p: int, q: int) -> int:
+def batch_size_for(p: int, q: int) -> int:
     """Permutations per batch: bounded by the float64 (B, p, q) cross moments of the feature-space kernels."""
     return int(max(1, min(64, (1 << 25) // max(p * q, 1))))
 

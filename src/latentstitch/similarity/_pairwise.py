@@ -54,7 +54,7 @@ def compare(
         measures = DEFAULT_MEASURES + (SAME_SPACE_MEASURES if p == q else ())
     options = dict(measures) if isinstance(measures, Mapping) else {name: {} for name in measures}
     specs = {name: get_measure(name) for name in options}
-    trivial = tuple(name for name, spec in specs.items() if is_trivial(spec, n, p, q))
+    trivial = tuple(name for name, spec in specs.items() if is_trivial(spec, n, p, q, dict(options[name])))
     if trivial:
         warn_at_caller(trivial_message(list(trivial), n, p, q), SmallSampleWarning)
     with warnings.catch_warnings():

@@ -44,9 +44,10 @@ class MeasureSpec:
     centering: the centring convention, in words.
     min_samples: the fewest rows the estimator is defined for.
     streaming: the name of the streaming class computing the same value chunk by chunk, if any.
-    trivial_when_n_le_d: the value reaches its "identical" end whatever the data once the samples are no more than
-        the features of a side (N <= d): fitted measures (R^2 of a linear regression, the CCA family) can then match
-        any two representations exactly. Such a value says nothing; compare N with d before reading it
+    trivial_when_n_le_d: the value reaches its "identical" end (or, for GULP and the eigenspace overlap, a value set
+        by the widths alone) whatever the data once the samples are no more than the features of a side (N <= d):
+        fitted measures (R^2 of a linear regression, the CCA family, GULP without ridge) can then match any two
+        representations exactly. Such a value says nothing; compare N with d before reading it
         (``is_trivial`` does, and ``compare``, ``permutation_test`` and ``bootstrap_ci`` flag it in their results).
     resampling: how the samples of a bootstrap may be drawn. ``"with_replacement"``: the classic bootstrap (a row
         drawn twice is just a heavier sample). ``"without_replacement"``: the estimator leaves out pairs of a sample

@@ -20,12 +20,13 @@ class SmallSampleWarning(UserWarning):
     """A measure was computed with too few samples for its value to say anything about the data."""
 
 
-def is_trivial(measure: str | MeasureSpec, n: int, p: int, q: int) -> bool:
+def is_trivial(measure: str | MeasureSpec, n: int, p: int, q: int, options: dict | None = None) -> bool:
     """Whether ``measure`` reaches its "identical" end whatever the data, for ``n`` samples of widths ``p`` (x) and
     ``q`` (y): a measure flagged ``trivial_when_n_le_d`` once its fitted side has ``d >= n - 1`` features (N <= d + 1:
-    centring uses one degree of freedom). False for every other measure."""
+    centring uses one degree of freedom), unless its ``options`` regularise the fit (``ridge > 0``). False for every
+    other measure."""
     spec = get_measure(measure) if isinstance(measure, str) else measure
-    if not spec.trivial_when_n_le_d:
+    if not spec.trivial_when_n_le_d or (options or {}).get("ridge", 0) > 0:
         return False
     width = p if _FITTED_SIDE.get(spec.name) == "x" else max(p, q)
     return width >= n - 1
