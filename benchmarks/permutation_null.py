@@ -3,36 +3,41 @@
 For linear CKA, debiased CKA and mutual k-NN at N=50,000, d=768 (float32; ``--quick``: N=5,000, d=256), the time
 for ``--permutations`` (1,000) permutations:
 
-- ours: ``similarity.permutation_test(x, y, measure, permutations=...)``, one thread. Feature-space CKA batches the
-  permutations as one GEMM ``Xc^T [P_1 Yc | ... | P_B Yc]`` per block of rows and never recomputes ``Xc^T Xc`` and
-  ``Yc^T Yc``; mutual k-NN computes both neighbour lists once and relabels y's for every permutation.
+- ours: what ``similarity.permutation_test(x, y, measure, permutations=...)`` does: the measure on the data and the
+  batched null's set-up (``setup``: centred copies and fixed moments for CKA; both neighbour lists for mutual k-NN),
+  then one batch of B permutations after another. Feature-space CKA computes a batch as one GEMM
+  ``Xc^T [P_1 Yc | ... | P_B Yc]`` per block of rows and never recomputes ``Xc^T Xc`` and ``Yc^T Yc``; mutual k-NN
+  relabels y's neighbour lists instead of two new 50k x 50k searches.
 - baseline: the naive loop ``for perm in perms: measure(x, y[perm])`` (``cka``, ``cka(debiased=True)``,
-  ``mutual_knn``). At full size it takes hours (mutual k-NN: two exact 50k x 50k neighbour searches per call), so
-  only ``--naive-calls`` calls (default 10; mutual k-NN 3) are timed and the total is extrapolated linearly (each
-  call does the same work); the output says so.
+  ``mutual_knn``).
 
-``--batched-subset B`` times only the first B permutations of ours and extrapolates too (for a busy machine); by
-default all of them run. The same is repeated on CUDA tensors when a GPU is visible (torch.cuda.is_available());
-otherwise that part is skipped with a message. Every null value of ours is checked against the naive one on the
-measured permutations.
+Neither is run to the end at full size on a shared machine (the naive loops take hours: mutual k-NN does two exact
+neighbour searches per call). ``--rounds`` rounds (default 10; mutual k-NN 2) each time one batch of ours and one
+naive call, interleaved so that both see the same load, and the totals are extrapolated from the medians:
+``ours = setup + median(batch) * ceil(permutations / B)``, ``naive = median(call) * permutations``; the output says
+so. Every measured naive value is checked against the batched one for the same permutation. The same runs on CUDA
+tensors when a GPU is visible (``torch.cuda.is_available()``); otherwise that part is skipped with a message.
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
 
 import numpy as np
 import torch
 
 from latentstitch import similarity
+from latentstitch.similarity._null_kernels import batch_size_for, null_kernel
 from latentstitch.similarity._resampling import Permutations
 
-RUN_BY_DEFAULT = False  # about an hour at full size on one thread: run it by name
+RUN_BY_DEFAULT = False  # about half an hour at full size on one thread: run it by name
 SIZES = {"full": (50_000, 768), "quick": (5_000, 256)}
 MEASURES = {
     "linear_cka": (lambda x, y: similarity.cka(x, y), 10),
     "debiased_cka": (lambda x, y: similarity.cka(x, y, debiased=True), 10),
-    "mutual_knn": (lambda x, y: similarity.mutual_knn(x, y), 3),
+    "mutual_knn": (lambda x, y: similarity.mutual_knn(x, y), 2),
 }
 
 
@@ -40,10 +45,7 @@ def add_arguments(parser) -> None:
     group = parser.add_argument_group("permutation_null")
     group.add_argument("--permutations", type=int, default=1000, help="permutations of the null (default 1,000)")
     group.add_argument(
-        "--naive-calls", type=int, default=None, help="naive calls timed and extrapolated (default 10; mutual k-NN 3)"
-    )
-    group.add_argument(
-        "--batched-subset", type=int, default=None, help="time only this many batched permutations and extrapolate"
+        "--rounds", type=int, default=None, help="interleaved rounds measured (default 10; mutual k-NN 2)"
     )
     group.add_argument("--measures", nargs="*", default=list(MEASURES), help=f"of {', '.join(MEASURES)}")
 
@@ -55,51 +57,38 @@ def setup(n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
-def time_batched(x, y, name: str, permutations: int, subset: int | None) -> tuple[float, float, np.ndarray, str]:
-    """(seconds for all permutations, seconds measured, the measured null, how)."""
-    count = permutations if subset is None else min(subset, permutations)
+def _timed(fn, device: torch.device):
     start = time.perf_counter()
-    result = similarity.permutation_test(x, y, name, permutations=count)
-    if x.device.type == "cuda":
+    out = fn()
+    if device.type == "cuda":
         torch.cuda.synchronize()
-    measured = time.perf_counter() - start
-    assert result.batched, name
-    how = "all run" if count == permutations else f"{count} run, extrapolated"
-    return measured * permutations / count, measured, result.null, how
+    return out, time.perf_counter() - start
 
 
-def time_naive(x, y, name: str, permutations: int, calls: int) -> tuple[float, float, np.ndarray]:
-    fn = MEASURES[name][0]
-    perms = next(Permutations(x.shape[0], 0).batches(calls, calls))  # the first permutations of permutation_test
-    values = []
-    start = time.perf_counter()
-    for perm in perms:
-        values.append(float(fn(x, y[perm.to(x.device)])))
-    if x.device.type == "cuda":
-        torch.cuda.synchronize()
-    measured = time.perf_counter() - start
-    return measured * permutations / calls, measured, np.array(values)
-
-
-def _rows(x, y, args, device: str) -> list[list]:
-    rows = []
-    for name in args.measures:
-        print(f"  measuring {name} on {device}...", flush=True)
-        calls = args.naive_calls or MEASURES[name][1]
-        naive_total, naive_measured, naive_null = time_naive(x, y, name, args.permutations, calls)
-        ours_total, _, ours_null, how = time_batched(x, y, name, args.permutations, args.batched_subset)
-        error = float(np.abs(ours_null[:calls] - naive_null).max())
-        rows.append(
-            [
-                f"{name} ({device})",
-                f"{naive_total:.1f} (from {calls} calls: {naive_measured:.1f} s)",
-                f"{ours_total:.1f} ({how})",
-                naive_total / ours_total,
-                f"{error:.1e}",
-            ]
-        )
-        print("  " + " | ".join(str(cell) for cell in rows[-1]), flush=True)  # each row as soon as it is measured
-    return rows
+def measure(x: torch.Tensor, y: torch.Tensor, name: str, permutations: int, rounds: int) -> list:
+    spec = similarity.MEASURES[name]
+    naive = MEASURES[name][0]
+    device = x.device
+    kernel, setup_seconds = _timed(lambda: (float(spec(x, y)), null_kernel(spec, x, y, {}))[1], device)
+    size = batch_size_for(x.shape[1], y.shape[1])
+    batches = Permutations(x.shape[0], 0).batches(rounds * size, size)  # permutation_test's first batches
+    batch_times, call_times, errors = [], [], []
+    for _ in range(rounds):
+        perms = next(batches).to(device)
+        null, seconds = _timed(lambda perms=perms: kernel(perms), device)
+        batch_times.append(seconds)
+        value, seconds = _timed(lambda perms=perms: float(naive(x, y[perms[0]])), device)
+        call_times.append(seconds)
+        errors.append(abs(float(null[0]) - value))
+    ours = setup_seconds + statistics.median(batch_times) * math.ceil(permutations / size)
+    baseline = statistics.median(call_times) * permutations
+    return [
+        f"{name} ({device.type})",
+        f"{baseline:.0f} (call {statistics.median(call_times):.2f})",
+        f"{ours:.0f} (setup {setup_seconds:.1f} + batch of {size} {statistics.median(batch_times):.2f})",
+        baseline / ours,
+        f"{max(errors):.1e}",
+    ]
 
 
 def run(args) -> None:
@@ -107,14 +96,21 @@ def run(args) -> None:
 
     n, d = SIZES["quick" if args.quick else "full"]
     x, y = (torch.from_numpy(v) for v in setup(n, d))
-    header = ["measure", "naive loop s (extrapolated)", "ours s", "speed-up", "max |ours - naive| on measured"]
-    title = (
-        f"{args.permutations:,} permutations, N={n:,}, d={d} vs {d}, float32, {torch.get_num_threads()} thread(s): "
-        "naive = one call per permutation (a measured subset, extrapolated linearly)"
-    )
-    print_table(title, header, _rows(x, y, args, "cpu"))
-    if torch.cuda.is_available():
-        xg, yg = x.cuda(), y.cuda()
-        print_table(title.replace("thread(s)", "thread(s), CUDA"), header, _rows(xg, yg, args, "cuda"))
-    else:
+    header = ["measure", "naive loop s (median call)", "ours s (set-up + median batch)", "speed-up", "max |ours-naive|"]
+    devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
+    for device in devices:
+        xd, yd = x.to(device), y.to(device)
+        rows = []
+        for name in args.measures:
+            rounds = args.rounds or MEASURES[name][1]
+            rows.append(measure(xd, yd, name, args.permutations, rounds))
+            print("  " + " | ".join(str(cell) for cell in rows[-1]), flush=True)  # each as soon as it is measured
+        print_table(
+            f"{args.permutations:,} permutations, N={n:,}, d={d} vs {d}, float32, {device.type}, "
+            f"{torch.get_num_threads()} thread(s); totals extrapolated from interleaved rounds (one batch of ours, "
+            "one naive call each)",
+            header,
+            rows,
+        )
+    if not torch.cuda.is_available():
         print("CUDA: no GPU visible (torch.cuda.is_available() is False); the GPU part was skipped.")
