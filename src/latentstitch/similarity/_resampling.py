@@ -120,17 +120,15 @@ def jackknife_blocks(n: int, blocks: int, seed: int, groups: object = None) -> l
     """Rows to keep in each of the delete-a-block jackknife samples (for the BCa acceleration): the n rows (or the
     groups) split at random into ``blocks`` parts, each left out once."""
     rng = np.random.default_rng(seed)
-    units = [np.array([i]) for i in range(n)] if groups is None else Groups.of(groups, n).members()
-    count = min(blocks, len(units))
-    assignment = rng.permutation(len(units)) % count
-    keep = []
-    for block in range(count):
-        kept = [units[u] for u in np.flatnonzero(assignment != block)]
-        keep.append(np.sort(np.concatenate(kept)))
-    return keep
+    codes = np.arange(n) if groups is None else Groups.of(groups, n).codes
+    units = int(codes.max()) + 1 if n else 0
+    count = min(blocks, units)
+    block_of_unit = rng.permutation(units) % count
+    block_of_row = block_of_unit[codes]
+    return [np.flatnonzero(block_of_row != block) for block in range(count)]
 
 
-# --- Poisson weights --------------------------------------------------------------------------------------------
+# --- row weights (Poisson, half) -----------------------------------------------------------------------------
 
 _POISSON1_CDF = np.cumsum([math.exp(-1.0) / math.factorial(k) for k in range(24)])
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
