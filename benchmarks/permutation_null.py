@@ -32,7 +32,7 @@ from latentstitch import similarity
 from latentstitch.similarity._null_kernels import batch_size_for, null_kernel
 from latentstitch.similarity._resampling import Permutations
 
-RUN_BY_DEFAULT = False  # about half an hour at full size on one thread: run it by name
+RUN_BY_DEFAULT = False  # 35 minutes at full size on one (busy) thread: run it by name
 SIZES = {"full": (50_000, 768), "quick": (5_000, 256)}
 MEASURES = {
     "linear_cka": (lambda x, y: similarity.cka(x, y), 10),

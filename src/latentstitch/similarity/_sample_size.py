@@ -33,11 +33,12 @@ def is_trivial(measure: str | MeasureSpec, n: int, p: int, q: int, options: dict
 
 
 def trivial_message(names: list[str], n: int, p: int, q: int) -> str:
-    listed = ", ".join(names)
+    listed, one = ", ".join(names), len(names) == 1
+    verb, values = ("reaches", "this value says") if one else ("reach", "these values say")
     return (
-        f"x, y: {n} samples for {p} and {q} features: {listed} reach 'identical' on any data once the samples are no "
-        f"more than the features + 1, so {'this value says' if len(names) == 1 else 'these values say'} nothing "
-        "about the representations. Use more samples than features (or reduce the dimension first, e.g. svcca)."
+        f"x, y: {n} samples for {p} and {q} features: {listed} {verb} 'identical' on any data once the samples are "
+        f"no more than the features + 1, so {values} nothing about the representations. Use more samples than "
+        "features (or reduce the dimension first, e.g. svcca)."
     )
 
 
