@@ -15,6 +15,15 @@ from latentstitch.similarity import MEASURES
 OPTIONS = {"minibatch_cka": {"batch_size": 20}}
 
 
+def options(name: str, n: int) -> dict:
+    """The measure's test options; a row option (deconfounded CKA's confounder) is a fixed random input of n rows,
+    left untouched by the transformations."""
+    out = dict(OPTIONS.get(name, {}))
+    for option in MEASURES[name].row_options:
+        out[option] = np.random.default_rng(n).standard_normal((n, 3))
+    return out
+
+
 def paired_data(seed: int, n: int, p: int, q: int, same_space: bool):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, p)) * np.linspace(0.6, 2.0, p) + rng.normal(size=p)
@@ -25,7 +34,8 @@ def paired_data(seed: int, n: int, p: int, q: int, same_space: bool):
 
 
 def value(name: str, x, y, on) -> float:
-    return float(MEASURES[name](*on(x, y), **OPTIONS.get(name, {})))
+    extra = {key: on(v) if isinstance(v, np.ndarray) else v for key, v in options(name, x.shape[0]).items()}
+    return float(MEASURES[name](*on(x, y), **extra))
 
 
 CLAIMS = sorted(
@@ -73,6 +83,21 @@ NOT_CLAIMED = {
     "jaccard_at_k": ("both", invariance.AXIS_SCALE),
     "mrr": ("both", invariance.AXIS_SCALE),
     "matched_cosine": ("both", invariance.TRANSLATION),
+    "cknna": ("x", invariance.TRANSLATION),
+    "cycle_knn": ("y", invariance.TRANSLATION),
+    "knn_jaccard": ("x", invariance.TRANSLATION),
+    "rank_similarity": ("x", invariance.TRANSLATION),
+    "second_order_cosine": ("y", invariance.TRANSLATION),
+    "gulp": ("x", "cube"),
+    "pnka": ("x", invariance.AXIS_SCALE),
+    "deconfounded_cka": ("y", invariance.AXIS_SCALE),
+    "distance_correlation": ("x", invariance.AXIS_SCALE),
+    "eigenspace_overlap": ("x", invariance.TRANSLATION),
+    "ensd": ("x", invariance.AXIS_SCALE),
+    "correlation_match": ("x", invariance.ORTHOGONAL),
+    "soft_correlation_match": ("y", invariance.AXIS_REFLECTION),
+    "permutation": ("x", invariance.AXIS_SCALE),
+    "aligned_cosine": ("y", invariance.TRANSLATION),
 }
 
 

@@ -14,7 +14,15 @@ from latentstitch._moments import RankDeficiencyWarning
 from latentstitch.relative import ZeroNormError
 from latentstitch.similarity import MEASURES
 
-OPTIONS = {"minibatch_cka": {"batch_size": 10}}
+OPTIONS = {"minibatch_cka": {"batch_size": 10}, "cycle_knn": {"k": 5}}  # k=3 ties both directions at 27/40 here
+
+
+def options(name, n):
+    """The measure's test options; a row option (deconfounded CKA's confounder) is a fixed random input of n rows."""
+    out = dict(OPTIONS.get(name, {}))
+    for option in MEASURES[name].row_options:
+        out[option] = np.random.default_rng(n).standard_normal((n, 3))
+    return out
 
 
 def data(n=40, p=5, q=4, seed=0, same=False):
@@ -36,11 +44,11 @@ def pair_for(name, **kwargs):
 def test_value_in_documented_range_and_types(name):
     spec = MEASURES[name]
     x, y = pair_for(name)
-    value = spec(x, y, **OPTIONS.get(name, {}))
+    value = spec(x, y, **options(name, len(x)))
     assert type(value) is float
     low, high = spec.value_range
     assert low - 1e-12 <= value <= high + 1e-12
-    tensor = spec(torch.from_numpy(x).float(), torch.from_numpy(y).float(), **OPTIONS.get(name, {}))
+    tensor = spec(torch.from_numpy(x).float(), torch.from_numpy(y).float(), **options(name, len(x)))
     assert isinstance(tensor, torch.Tensor) and tensor.ndim == 0 and tensor.dtype == torch.float32
     assert float(tensor) == pytest.approx(value, abs=1e-4)
 
@@ -49,7 +57,7 @@ def test_value_in_documented_range_and_types(name):
 def test_symmetry_flag_is_honest(name):
     spec = MEASURES[name]
     x, y = pair_for(name, q=5)
-    forward, backward = spec(x, y, **OPTIONS.get(name, {})), spec(y, x, **OPTIONS.get(name, {}))
+    forward, backward = spec(x, y, **options(name, len(x))), spec(y, x, **options(name, len(x)))
     if spec.symmetric:
         assert forward == pytest.approx(backward, abs=1e-10)
     else:
@@ -60,7 +68,7 @@ def test_symmetry_flag_is_honest(name):
 def test_differentiable_flag_is_honest(name):
     spec = MEASURES[name]
     x, y = (torch.from_numpy(v).requires_grad_() for v in pair_for(name))
-    value = spec(x, y, **OPTIONS.get(name, {}))
+    value = spec(x, y, **options(name, len(x)))
     assert value.requires_grad == spec.differentiable
     if spec.differentiable:
         value.backward()
@@ -83,6 +91,16 @@ GRADCHECK = {
     "shape_metric_angular": sim.shape_metric_angular,
     "rsa_pearson": lambda x, y: sim.rsa(x, y, correlation="pearson"),
     "matched_cosine": sim.matched_cosine,
+    "gulp": sim.gulp,
+    "gulp_ridge": lambda x, y: sim.gulp(x, y, ridge=0.1),
+    "pnka": sim.pnka,
+    "ensd": sim.ensd,
+    "distance_correlation": sim.distance_correlation,
+    "eigenspace_overlap": sim.eigenspace_overlap,
+    "correlation_match": sim.correlation_match,
+    "soft_correlation_match": lambda x, y: sim.correlation_match(x, y, soft=True),
+    "permutation": sim.permutation_metric,
+    "deconfounded_cka": lambda x, y: sim.deconfounded_cka(x, y, torch.linspace(-1, 1, 14, dtype=x.dtype)[:, None] ** 2),
 }
 
 

@@ -1,8 +1,9 @@
 """Agreement with the published reference implementations, to 1e-6.
 
 The numbers in fixtures/similarity_reference.json were produced by running Kornblith et al.'s CKA notebook,
-Nguyen et al.'s efficient_CKA.py, google/svcca, Ding et al.'s sim_metric, netrep, platonic-rep and relreps' retrieval
-code on the inputs rebuilt below (the fixture's "sources" names the repository, commit and call behind each number).
+Nguyen et al.'s efficient_CKA.py, google/svcca, Ding et al.'s sim_metric, netrep, platonic-rep, relreps' retrieval
+code, ReSi (mklabunde/resi), the ENSD notebook, PNKA and simtorch's deconfounded CKA on the inputs rebuilt below (the
+fixture's "sources" names the repository, commit and call behind each number).
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ def make_inputs(seed, n, p, q, noise, kind="tanh", decay=1.0, offset=1.5):
     else:
         y = x + noise * rng.standard_normal((n, q))
     return x, y
+
+
+def make_confounder(seed, n, x):
+    """The recipe's confounder for deconfounded CKA."""
+    return np.random.default_rng(seed + 1000).standard_normal((n, 3)) + x[:, :3]
 
 
 # reference key -> (our computation, transformation of the reference number into our convention)
@@ -67,7 +73,34 @@ OURS = {
     "relreps_mrr_5": (lambda x, y: sim.mrr(x, y, k=5), None),
     "relreps_mrr_10": (lambda x, y: sim.mrr(x, y, k=10), None),
     "cosine_direct": (sim.matched_cosine, None),
+    # issue 17: the measures of platonic-rep, ReSi, netrep, ENSD, PNKA and deconfounded CKA
+    "cknna_5": (lambda x, y: sim.cknna(x, y, 5), None),
+    "cknna_10": (lambda x, y: sim.cknna(x, y, 10), None),
+    "cycle_knn_5": (lambda x, y: sim.cycle_knn(x, y, 5), None),
+    "cycle_knn_10": (lambda x, y: sim.cycle_knn(x, y, 10), None),
+    "resi_jaccard_5": (lambda x, y: sim.knn_jaccard(x, y, 5), None),
+    "resi_jaccard_10": (lambda x, y: sim.knn_jaccard(x, y, 10), None),
+    "resi_rank_similarity_5": (lambda x, y: sim.rank_similarity(x, y, 5), None),
+    "resi_rank_similarity_10": (lambda x, y: sim.rank_similarity(x, y, 10), None),
+    "resi_second_order_cosine_5": (lambda x, y: sim.second_order_cosine(x, y, 5), None),
+    "resi_second_order_cosine_10": (lambda x, y: sim.second_order_cosine(x, y, 10), None),
+    "resi_gulp_0": (sim.gulp, None),
+    "resi_gulp_0.1": (lambda x, y: sim.gulp(x, y, ridge=0.1), None),
+    "resi_distance_correlation": (sim.distance_correlation, None),
+    "resi_eigenspace_overlap": (sim.eigenspace_overlap, None),
+    "resi_hard_correlation_match": (sim.correlation_match, None),
+    "resi_soft_correlation_match": (lambda x, y: sim.correlation_match(x, y, soft=True), None),
+    "resi_aligned_cossim": (sim.aligned_cosine, None),
+    "resi_linear_regression_yx": (sim.r2_linear, None),
+    "ensd": (sim.ensd, None),
+    "ensd_compute_dist": (lambda x, y: 2 / math.pi * math.acos(min(1.0, float(sim.cka(x, y)))), None),
+    "pnka_mean": (sim.pnka, None),
+    "pnka_pointwise": (lambda x, y: sim.pnka(x, y, pointwise=True), np.asarray),
+    "netrep_permutation_angular": (sim.permutation_metric, None),
+    "netrep_permutation_euclidean": (lambda x, y: sim.permutation_metric(x, y, score="euclidean"), None),
 }
+# measures with a third input, rebuilt from the recipe
+WITH_CONFOUNDER = {"simtorch_deconfounded_cka": sim.deconfounded_cka}
 NOT_ASSERTED = {"google_pwcca", "svcca_k"}  # see the fixture's "sources"
 
 
@@ -86,8 +119,8 @@ CHECKS = [
 
 def test_every_reference_value_is_checked():
     keys = {key for case in FIXTURE["cases"].values() for key in case["values"]}
-    assert keys - NOT_ASSERTED <= set(OURS)
-    assert len(CHECKS) >= 149
+    assert keys - NOT_ASSERTED <= set(OURS) | set(WITH_CONFOUNDER)
+    assert len(CHECKS) >= 149 + 136
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
@@ -98,10 +131,19 @@ def test_matches_reference(case_name, key, backend, on):
     x, y = make_inputs(**case["inputs"])
     if backend == "torch":
         x, y = on(x, y)
-    ours, convert = OURS[key]
     reference = case["values"][key]
+    if key in WITH_CONFOUNDER:
+        z = make_confounder(case["inputs"]["seed"], x.shape[0], np.asarray(x.cpu() if backend == "torch" else x))
+        z = on(z) if backend == "torch" else z
+        assert float(WITH_CONFOUNDER[key](x, y, z)) == pytest.approx(reference, abs=TOLERANCE), FIXTURE["sources"][key]
+        return
+    ours, convert = OURS[key]
     expected = convert(reference) if convert else reference
-    assert float(ours(x, y)) == pytest.approx(expected, abs=TOLERANCE), FIXTURE["sources"][key]
+    value = ours(x, y)
+    if isinstance(expected, np.ndarray):
+        np.testing.assert_allclose(np.asarray(value), expected, atol=TOLERANCE, err_msg=FIXTURE["sources"][key])
+    else:
+        assert float(value) == pytest.approx(expected, abs=TOLERANCE), FIXTURE["sources"][key]
 
 
 def test_svcca_keeps_the_reference_number_of_directions():

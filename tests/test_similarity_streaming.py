@@ -23,8 +23,18 @@ STREAMS = [
     (sim.StreamingPWCCA, sim.pwcca),
     (lambda: sim.StreamingProcrustes("procrustes"), sim.procrustes_distance),
     (lambda: sim.StreamingProcrustes("angular"), sim.shape_metric_angular),
+    (sim.StreamingGULP, sim.gulp),
+    (lambda: sim.StreamingGULP(ridge=0.1), lambda x, y: sim.gulp(x, y, ridge=0.1)),
+    (sim.StreamingENSD, sim.ensd),
+    (sim.StreamingEigenspaceOverlap, sim.eigenspace_overlap),
+    (sim.StreamingCorrelationMatch, sim.correlation_match),
+    (lambda: sim.StreamingCorrelationMatch(soft=True), lambda x, y: sim.correlation_match(x, y, soft=True)),
+    (sim.StreamingPermutation, sim.permutation_metric),
+    (lambda: sim.StreamingPermutation("euclidean"), lambda x, y: sim.permutation_metric(x, y, score="euclidean")),
 ]
 IDS = ["cka", "debiased_cka", "r2", "cca", "r2_cca", "svcca", "pwcca", "procrustes", "angular"]
+IDS += ["gulp", "gulp_ridge", "ensd", "eigenspace_overlap", "correlation_match", "soft_correlation_match"]
+IDS += ["permutation", "permutation_euclidean"]
 
 
 def drifting_data(n=300, p=12, q=9, seed=0):

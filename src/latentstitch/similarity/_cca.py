@@ -11,11 +11,10 @@ numerical rank. There are ``min(rank_x, rank_y)`` canonical correlations.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import torch
 
+from latentstitch._callsite import warn_at_caller
 from latentstitch._moments import CrossMoments, RankDeficiencyWarning
 from latentstitch._validation import ArrayLike, check_choice, check_int, check_number
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, prepare_pair
@@ -55,11 +54,10 @@ def whitener(scatter: torch.Tensor, name: str, measure: str, rtol: float | None,
     tol = (default_rtol(p, dtype) if rtol is None else rtol) * eigenvalues.max()
     rank = int((eigenvalues > tol).sum())
     if rank < p:
-        warnings.warn(
+        warn_at_caller(
             f"{name}: numerical rank {rank} < {p} features ({p - int(varying.sum())} constant); {measure} uses the "
             f"{rank} independent directions",
             RankDeficiencyWarning,
-            stacklevel=4,
         )
     # Whiten by a Cholesky factor (its gradient stays finite even for repeated eigenvalues), on the kept eigenvectors
     # when rank deficient (the kept subspace is then held fixed for the gradient).
@@ -84,12 +82,11 @@ def canonical_pairs(
     wy = whitener(cyy, "y", measure, rtol, dtype)
     rank_x, rank_y = wx.shape[1], wy.shape[1]
     if rank_x + rank_y > n - 1:
-        warnings.warn(
+        warn_at_caller(
             f"x, y: ranks {rank_x} + {rank_y} exceed n - 1 = {n - 1}, so at least {rank_x + rank_y - n + 1} canonical "
             f"correlations are 1 whatever the data; {measure} is then not informative. Use more samples than "
             "features, or svcca to reduce the dimension first.",
             RankDeficiencyWarning,
-            stacklevel=4,
         )
     u, rho, _ = torch.linalg.svd(wx.T @ cxy @ wy, full_matrices=False)
     return rho.clamp(0.0, 1.0), wx, u

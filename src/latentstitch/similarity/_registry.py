@@ -22,6 +22,7 @@ import torch
 from latentstitch._moments import CrossMoments, MagnitudeError, rescaled_for_moments
 from latentstitch._validation import (
     as_float_tensor,
+    check_choice,
     check_same_rows,
     flatten_samples,
     match_reference,
@@ -43,9 +44,20 @@ class MeasureSpec:
     centering: the centring convention, in words.
     min_samples: the fewest rows the estimator is defined for.
     streaming: the name of the streaming class computing the same value chunk by chunk, if any.
-    trivial_when_n_le_d: the value reaches its "identical" end whatever the data once the samples are no more than
-        the features of a side (N <= d): fitted measures (R^2 of a linear regression, the CCA family) can then match
-        any two representations exactly. Such a value says nothing; compare N with d before reading it.
+    trivial_when_n_le_d: the value reaches its "identical" end (or, for GULP and the eigenspace overlap, a value set
+        by the widths alone) whatever the data once the samples are no more than the features of a side (N <= d):
+        fitted measures (R^2 of a linear regression, the CCA family, GULP without ridge) can then match any two
+        representations exactly. Such a value says nothing; compare N with d before reading it
+        (``is_trivial`` does, and ``compare``, ``permutation_test`` and ``bootstrap_ci`` flag it in their results).
+    resampling: how the samples of a bootstrap may be drawn. ``"with_replacement"``: the classic bootstrap (a row
+        drawn twice is just a heavier sample). ``"without_replacement"``: the estimator leaves out pairs of a sample
+        with itself (unbiased HSIC: debiased and minibatch CKA), so a row drawn twice would count as two distinct
+        samples that agree perfectly and bias it; replicates are half-samples instead. ``"none"``: the value depends
+        on n itself and on who is whose neighbour (k-NN measures): no bootstrap over samples.
+    row_options: options that hold one row per sample (e.g. deconfounded CKA's ``confounder``): they follow x's rows
+        (a permutation test permutes y only; a bootstrap resamples them with x and y).
+    similarity_repository: the same measure's identifiers in nacloos/similarity-repository's standardised naming
+        (``similarity.make("measure/<repository>/<identifier>")``), where one exists, to cross-walk results.
     """
 
     name: str
@@ -62,6 +74,9 @@ class MeasureSpec:
     streaming: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     trivial_when_n_le_d: bool = False
+    resampling: str = "with_replacement"
+    row_options: tuple[str, ...] = ()
+    similarity_repository: tuple[str, ...] = ()
 
     @property
     def invariances(self) -> frozenset[str]:
@@ -72,6 +87,7 @@ class MeasureSpec:
 
 
 MEASURES: dict[str, MeasureSpec] = {}
+RESAMPLING = ("with_replacement", "without_replacement", "none")
 
 
 def register_measure(
@@ -91,6 +107,9 @@ def register_measure(
     streaming: str | None = None,
     options: dict[str, Any] | None = None,
     trivial_when_n_le_d: bool = False,
+    resampling: str = "with_replacement",
+    row_options: Iterable[str] = (),
+    similarity_repository: Iterable[str] = (),
 ) -> MeasureSpec:
     """Add a measure under ``name``. ``invariances`` hold for both arguments; ``invariances_x``/``invariances_y``
     list the extra ones that hold for one argument only. ``options`` are keyword arguments bound to ``function``
@@ -115,6 +134,9 @@ def register_measure(
         streaming=streaming,
         options=dict(options or {}),
         trivial_when_n_le_d=trivial_when_n_le_d,
+        resampling=check_choice(resampling, "resampling", RESAMPLING),
+        row_options=tuple(row_options),
+        similarity_repository=tuple(similarity_repository),
     )
     MEASURES[name] = spec
     return spec

@@ -11,6 +11,7 @@ import torch
 from latentstitch._moments import CrossMoments, residual_r2_tensor, solve_least_squares
 from latentstitch._validation import ArrayLike
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, prepare_pair
+from latentstitch.similarity._sample_size import warn_if_trivial
 
 
 def r2_from_moments(m: CrossMoments) -> torch.Tensor:
@@ -33,7 +34,9 @@ def r2_linear(x: ArrayLike, y: ArrayLike) -> float | torch.Tensor:
 
     Centering: the intercept makes it equivalent to centring both. Similarity in [0, 1], asymmetric. Invariant to
     any invertible linear map and translation of x; to orthogonal maps, isotropic scaling and translation of y.
-    Computed in float64; differentiable for torch inputs. A constant y raises an error (R^2 undefined).
+    Computed in float64; differentiable for torch inputs. A constant y raises an error (R^2 undefined). With
+    ``p >= n - 1`` features in x the fit reproduces any y (R^2 = 1): a ``SmallSampleWarning`` says so.
     """
     xt, yt = prepare_pair(x, y, min_rows=2, measure="R^2")
+    warn_if_trivial("r2_linear", xt.shape[0], xt.shape[1], yt.shape[1])
     return as_result(r2_from_moments(moments_of(xt, yt)), x, xt)

@@ -36,9 +36,16 @@ from latentstitch.similarity._cca import (
     svcca_from_moments,
 )
 from latentstitch.similarity._cka import CKAStatistics, cka_ratio, linear_hsic_terms
+from latentstitch.similarity._gulp import gulp_from_moments
+from latentstitch.similarity._matching import (
+    PERMUTATION_SCORES,
+    correlation_match_from_moments,
+    permutation_from_moments,
+)
 from latentstitch.similarity._procrustes import angular_from_moments, procrustes_from_moments
 from latentstitch.similarity._registry import prepare_pair
 from latentstitch.similarity._regression import r2_from_moments
+from latentstitch.similarity._subspace import eigenspace_overlap_from_moments, ensd_from_moments
 
 
 class _MomentStream:
@@ -251,6 +258,69 @@ def _batch_scale(t: torch.Tensor) -> torch.Tensor:
     if 2.0**-28 <= float(largest) <= 2.0**28:
         return torch.ones((), dtype=torch.float64, device=t.device)
     return power_of_two_scale(largest.to(torch.float64))
+
+
+class StreamingGULP(_MomentStream):
+    """GULP over a stream (equals ``gulp(x, y, ridge)``)."""
+
+    _measure = "GULP"
+
+    def __init__(self, ridge: float = 0.0):
+        self.ridge = ridge
+        super().__init__()
+
+    def _finish(self, moments: CrossMoments) -> torch.Tensor:
+        return gulp_from_moments(moments, self.ridge, self._dtype or torch.float64)
+
+
+class StreamingENSD(_MomentStream):
+    """ENSD, the effective number of shared dimensions, over a stream (equals ``ensd``)."""
+
+    _measure = "ENSD"
+
+    def _finish(self, moments: CrossMoments) -> torch.Tensor:
+        return ensd_from_moments(moments)
+
+
+class StreamingEigenspaceOverlap(_MomentStream):
+    """The eigenspace overlap score over a stream (equals ``eigenspace_overlap``; uncentred moments)."""
+
+    _measure = "the eigenspace overlap"
+
+    def compute(self) -> float:
+        if self.count < 1:
+            raise ValueError(f"{self._measure} needs at least 1 sample; 0 seen so far")
+        return float(self._finish(self.stats))
+
+    def _finish(self, moments: CrossMoments) -> torch.Tensor:
+        return eigenspace_overlap_from_moments(moments, self._dtype or torch.float64)
+
+
+class StreamingCorrelationMatch(_MomentStream):
+    """Hard (``soft=False``) or soft correlation match over a stream (equals ``correlation_match``)."""
+
+    _measure = "correlation match"
+
+    def __init__(self, soft: bool = False):
+        self.soft = soft
+        super().__init__()
+
+    def _finish(self, moments: CrossMoments) -> torch.Tensor:
+        return correlation_match_from_moments(moments, self.soft)
+
+
+class StreamingPermutation(_MomentStream):
+    """The permutation metric (``score="angular"`` or ``"euclidean"``) over a stream (equals
+    ``permutation_metric``)."""
+
+    _measure = "the permutation metric"
+
+    def __init__(self, score: str = "angular"):
+        self.score = check_choice(score, "score", PERMUTATION_SCORES)
+        super().__init__()
+
+    def _finish(self, moments: CrossMoments) -> torch.Tensor:
+        return permutation_from_moments(moments, self.score)
 
 
 class StreamingMinibatchCKA:

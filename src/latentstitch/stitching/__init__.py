@@ -33,11 +33,13 @@ stitcher on anchors, unscale).
   estimator above, by least squares, randomly or as the identity.
 - ``fit_task_loss(stitched, data, ...)``: train only the stitching layer through both frozen networks (the paper's
   defaults), with soft or hard labels, L1 sparsity, low rank, a CKA penalty, and CKA / R^2 traced along training.
-- ``stitch_metrics``: accuracy, relative accuracy (stitched / model B), agreement and cross-entropy to model B.
 - ``stitch_layers(models, layers, connectors)``: a ``MultiStitchedModel``, a chain of networks stitched at several
   layers at once (e.g. A's first block, B's middle block, A's last block), with a direct-matched or a relative
   (``RelativeConnector``: parallel anchors only, decoder fitted on the target network alone) connector at each
   junction.
+- ``stitch_metrics``: accuracy, relative accuracy (stitched / model B), agreement and cross-entropy to model B;
+  ``stitch_nulls`` / ``sweep(..., nulls=True)``: the same metrics for the same stitch fitted from a shuffled sender
+  and from noise with the sender's covariance, the control that says whether stitching works at all.
 - ``sweep`` (every layer x every method, Figure 2), ``sparsity_sweep`` (Figure 8), ``interpolate_layers`` (mode
   connectivity), ``save_stitching_layer`` / ``load_stitching_layer`` (safetensors).
 
@@ -63,6 +65,7 @@ from latentstitch.stitching._multilayer import (
     run_segment,
     stitch_layers,
 )
+from latentstitch.stitching._nulls import NULLS, fit_direct_null, stitch_nulls
 from latentstitch.stitching._procrustes import Procrustes
 from latentstitch.stitching._reduced_rank import ReducedRank
 from latentstitch.stitching._ridge import DEFAULT_RIDGES, LeastSquaresCV, RidgePath, ridge_path
@@ -85,6 +88,7 @@ __all__ = [
     "CONNECTORS",
     "DEFAULT_RIDGES",
     "INITS",
+    "NULLS",
     "SPARSITY_THRESHOLD",
     "TARGETS",
     "ActivationStore",
@@ -106,6 +110,7 @@ __all__ = [
     "TaskLossResult",
     "affine_map",
     "fit_direct",
+    "fit_direct_null",
     "fit_task_loss",
     "get_activations",
     "interpolate_layers",
@@ -123,5 +128,6 @@ __all__ = [
     "stitch",
     "stitch_layers",
     "stitch_metrics",
+    "stitch_nulls",
     "sweep",
 ]

@@ -22,6 +22,7 @@ from latentstitch._validation import check_nonnegative
 from latentstitch.stitching._activations import fit_direct, resolve_layer
 from latentstitch.stitching._lasso import SPARSITY_THRESHOLD, SparseLasso
 from latentstitch.stitching._least_squares import LeastSquares
+from latentstitch.stitching._nulls import NULLS, stitch_nulls
 from latentstitch.stitching._procrustes import Procrustes
 from latentstitch.stitching._stitch import affine_map, sparsify_layer, stitch
 from latentstitch.stitching._task_loss import fit_task_loss, stitch_metrics
@@ -70,7 +71,9 @@ class SweepResult:
     ``rows``: one dict per (layer, method): ``layer``, ``layer_b``, ``method``, ``seconds`` and the metrics of
     ``stitch_metrics`` (``relative_accuracy``, ``accuracy``, ``accuracy_b``, ``agreement``, ``cross_entropy``).
     ``stitching_layers[(layer, method)]``: the stitching layer each produced; ``traces[(layer, method)]``: the
-    similarity trace of task-loss runs with ``track_every``.
+    similarity trace of task-loss runs with ``track_every``. With ``sweep(..., nulls=...)`` every row also holds the
+    same metrics of the same stitch fitted from null senders, prefixed ``shuffled_`` and ``noise_``
+    (``to_markdown("shuffled_relative_accuracy")``; see ``stitch_nulls``).
     """
 
     layers: list[str]
@@ -112,6 +115,8 @@ def sweep(
     progress: Any = True,
     client: Any = None,
     workers: int | None = None,
+    nulls: bool | Sequence[str] = False,
+    null_seed: int = 0,
 ) -> SweepResult:
     """Stitch ``model_a`` into ``model_b`` at every layer with every method and measure the stitched networks.
 
@@ -129,6 +134,11 @@ def sweep(
     client, workers : run each layer (all its methods) as a task on a ``dask.distributed`` cluster
         (``latentstitch.distributed.get_client``: a ``Client``, a scheduler address, or ``workers`` local worker
         processes). The models and data travel to the workers; results equal the in-process sweep's.
+    nulls : True (both), or some of ``("shuffled", "noise")``: also fit every stitch from a null sender (A's
+        activations of permuted inputs; Gaussian noise with their mean and covariance) and report its metrics in the
+        same row (``shuffled_relative_accuracy``...): what stitching reaches from nothing, the control a stitching
+        accuracy needs (``stitch_nulls``; data must be in memory). Each null costs one more fit per method.
+    null_seed : seeds the nulls' permutations and noise.
 
     Returns
     -------
@@ -147,6 +157,7 @@ def sweep(
         resolve_layer(model_a, layer_a, "layers")
         resolve_layer(model_b, layer_b, "layers_b")
     direct_data = data if direct_data is None else direct_data
+    null_names = NULLS if nulls is True else tuple(nulls or ())
     result = SweepResult(layers, list(methods))
     run_layer = functools.partial(
         _sweep_layer,
@@ -157,6 +168,8 @@ def sweep(
         eval_data=eval_data,
         direct_data=direct_data,
         batch_size=batch_size,
+        nulls=null_names,
+        null_seed=null_seed,
     )
     if client is None and workers is None:
         outcomes = [run_layer(pair, progress=progress) for pair in pairs]
@@ -189,6 +202,8 @@ def _sweep_layer(
     direct_data: Any,
     batch_size: int,
     progress: Any,
+    nulls: tuple[str, ...] = (),
+    null_seed: int = 0,
 ) -> tuple[list[dict], dict, dict]:
     """Every method at one layer pair: the rows, task-loss traces and stitching layers of ``sweep``."""
     layer_a, layer_b = pair
@@ -218,15 +233,26 @@ def _sweep_layer(
             stitched = stitch(model_a, model_b, layer_a, layer_b, estimator)
         metrics = stitch_metrics(stitched, eval_data)
         stitching_layers[layer_a, name] = stitched.stitching_layer
-        rows.append(
-            {
-                "layer": layer_a,
-                "layer_b": layer_b,
-                "method": name,
-                **metrics,
-                "seconds": round(time.perf_counter() - started, 3),
-            }
-        )
+        seconds = round(time.perf_counter() - started, 3)
+        for null, null_metrics in (
+            stitch_nulls(
+                model_a,
+                model_b,
+                layer_a,
+                layer_b,
+                method,
+                data=data,
+                eval_data=eval_data,
+                direct_data=direct_data,
+                nulls=nulls,
+                seed=null_seed,
+                batch_size=batch_size,
+            ).items()
+            if nulls
+            else ()
+        ):
+            metrics.update({f"{null}_{key}": value for key, value in null_metrics.items()})
+        rows.append({"layer": layer_a, "layer_b": layer_b, "method": name, **metrics, "seconds": seconds})
     return rows, traces, stitching_layers
 
 
