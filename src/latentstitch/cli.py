@@ -19,6 +19,7 @@ from latentstitch._cli import UsageError
 COMMANDS: dict[str, str] = {
     "demo": "latentstitch.experiments.demo",
     "reproduce": "latentstitch.experiments.reproduce",
+    "report": "latentstitch.report.command",
 }
 
 # Errors that mean "this input cannot be used": the library raises ValueError/TypeError naming the argument at

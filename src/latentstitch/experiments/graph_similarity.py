@@ -162,9 +162,13 @@ def node_classification(data: _Tensors, num_classes: int, anchors: torch.Tensor,
         for kind in scores:
             torch.manual_seed(seed)
             model = GCNClassifier(
-                data.x.shape[1], num_classes, hidden=64, layers=2, dropout=0.5,
+                data.x.shape[1],
+                num_classes,
+                hidden=64,
+                layers=2,
+                dropout=0.5,
                 anchor_nodes=anchors if kind == "relative" else None,
-            )  # fmt: skip
+            )
             fit(
                 model,
                 node_classification_loss,
