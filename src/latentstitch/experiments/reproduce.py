@@ -41,7 +41,7 @@ REPRODUCTIONS: dict[str, str] = {
     "cross-lingual": "latentstitch.experiments.cross_lingual",
     "frankenstein": "latentstitch.experiments.frankenstein",
     "latent-similarity-proxy": "latentstitch.experiments.latent_similarity_proxy",
-    "latent-similarity-proxy-graph": "latentstitch.experiments.graph_similarity",
+    "latent-similarity-proxy-graph": "latentstitch.experiments.latent_similarity_proxy_graph",
     "relative-training": "latentstitch.experiments.relative_training",
     "robust-relative": "latentstitch.experiments.robust_relative",
     "word-embeddings": "latentstitch.experiments.word_embeddings",

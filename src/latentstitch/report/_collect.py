@@ -40,10 +40,18 @@ class ResultFile:
         if self.data.get("patterns"):
             return list(self.data["patterns"])
         return [
-            {"claim": e.get("description", ""), "paper": None, "measure": None, "ours": None, "rule": None,
-             "holds": bool(e.get("holds")), "detail": e.get("detail", ""), "headline": False}
+            {
+                "claim": e.get("description", ""),
+                "paper": None,
+                "measure": None,
+                "ours": None,
+                "rule": None,
+                "holds": bool(e.get("holds")),
+                "detail": e.get("detail", ""),
+                "headline": False,
+            }
             for e in self.data.get("expectations", [])
-        ]  # fmt: skip
+        ]
 
 
 def find_results(root: str | Path) -> list[Path]:

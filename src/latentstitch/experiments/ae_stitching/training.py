@@ -31,7 +31,7 @@ def mean_image_mse(task: ImageTask) -> float:
 
 
 def train_kind(
-    task: ImageTask, model_kind: str, latent: str, anchors: torch.Tensor, config: dict, bar: Any
+    task: ImageTask, model_kind: str, latent: str, anchors: torch.Tensor, config: dict, epochs: int, bar: Any
 ) -> dict[int, torch.nn.Module]:
     """One autoencoder per seed of ``config["seeds"]``; relative ones share the same anchor images."""
     from latentstitch.models import ConvAutoencoder, reconstruction_objective
@@ -50,7 +50,7 @@ def train_kind(
             reconstruction_objective,
             (task.x_train,),
             seed=seed,
-            epochs=config["epochs"],
+            epochs=epochs,
             batch_size=config["batch_size"],
             bar=bar,
             description=f"{task.name} {latent} {model_kind} seed {seed}",

@@ -24,7 +24,7 @@ def measure(context: Context) -> list[dict[str, Any]]:
             direct = fit_direct(ReducedRank(rank), model_a, model_b, layer, layer, context.direct_data)
             svd = context.metrics(stitch(model_a, model_b, layer, layer, direct))["relative_accuracy"]
             bottleneck = stitch(model_a, model_b, layer, layer)
-            fit_task_loss(bottleneck, context.stitch_data, **context.task_loss(rank=rank, init="random"))
+            fit_task_loss(bottleneck, context.stitch_data, **context.task_loss(sweep=True, rank=rank, init="random"))
             trained = context.metrics(bottleneck)["relative_accuracy"]
             rows.append({"layer": layer, "rank": rank, "channels": direct.n_features_in_, "svd": svd, "task": trained})
     return rows
