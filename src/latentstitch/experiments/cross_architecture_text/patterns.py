@@ -15,16 +15,31 @@ FAR_ABOVE = 20.0  # relative stitched >= absolute stitched + 20 points
 
 def patterns() -> list[Pattern]:
     return [
-        Pattern("relative-keeps", "relative stitched keeps most of relative non-stitched",
-                "0.74-0.86x (75.9 / 88.1 TREC, 80.5 / 97.4 DBpedia, 72.4 / 85.1 Amazon)",
-                "relative stitched / non-stitched macro-F1", at_least(KEEPS, "x"), headline=True),
-        Pattern("absolute-near-chance", "absolute stitched near chance (equal-width pairs)",
-                "21.5 TREC, 7.0 DBpedia, 49.6 Amazon (2 classes)", "absolute stitched macro-F1 x 100",
-                below(NEAR_CHANCE), headline=True),
-        Pattern("relative-far-above", "relative stitched far above absolute stitched",
-                "+54, +74, +23 points", "relative - absolute stitched macro-F1 (points)", at_least(FAR_ABOVE),
-                headline=True),
-    ]  # fmt: skip
+        Pattern(
+            "relative-keeps",
+            "relative stitched keeps most of relative non-stitched",
+            "0.74-0.86x (75.9 / 88.1 TREC, 80.5 / 97.4 DBpedia, 72.4 / 85.1 Amazon)",
+            "relative stitched / non-stitched macro-F1",
+            at_least(KEEPS, "x"),
+            headline=True,
+        ),
+        Pattern(
+            "absolute-near-chance",
+            "absolute stitched near chance (equal-width pairs)",
+            "21.5 TREC, 7.0 DBpedia, 49.6 Amazon (2 classes)",
+            "absolute stitched macro-F1 x 100",
+            below(NEAR_CHANCE),
+            headline=True,
+        ),
+        Pattern(
+            "relative-far-above",
+            "relative stitched far above absolute stitched",
+            "+54, +74, +23 points",
+            "relative - absolute stitched macro-F1 (points)",
+            at_least(FAR_ABOVE),
+            headline=True,
+        ),
+    ]
 
 
 def measure(rel_own, rel_st, cen_own, cen_st, abs_st) -> dict[str, Any]:

@@ -14,11 +14,16 @@ FAR_ABOVE = 20.0  # "far above absolute stitched": at least this many macro-F1 p
 def patterns() -> list[Pattern]:
     paper = {"relative": "81.4 vs 6.2 (+75 points, ViT heads on CIFAR-100)"}
     return [
-        Pattern(f"{route}-far-above-absolute", f"{route} stitched far above absolute stitched (both directions)",
-                paper.get(route, "n/a (latent translation is not in the paper)"),
-                "smallest (route - absolute) stitched macro-F1 (points)", at_least(FAR_ABOVE), headline=True)
+        Pattern(
+            f"{route}-far-above-absolute",
+            f"{route} stitched far above absolute stitched (both directions)",
+            paper.get(route, "n/a (latent translation is not in the paper)"),
+            "smallest (route - absolute) stitched macro-F1 (points)",
+            at_least(FAR_ABOVE),
+            headline=True,
+        )
         for route in ROUTES[1:]
-    ]  # fmt: skip
+    ]
 
 
 def measure(summary: dict, pairs: list) -> dict[str, Any]:

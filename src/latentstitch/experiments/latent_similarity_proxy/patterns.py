@@ -12,12 +12,22 @@ STRONG = 0.8  # a strong positive correlation, fixed before running
 
 def patterns() -> list[Pattern]:
     return [
-        Pattern("across-models", "similarity to the best model tracks validation accuracy across models",
-                f"Pearson {PAPER_PEARSON} (Cora, ~2,000 GNNs)", "Pearson r across models", at_least(STRONG),
-                headline=True),
-        Pattern("per-run", "the paper's score: within each run over its epochs, mean over runs",
-                f"Pearson {PAPER_PEARSON}", "mean per-run Pearson r", at_least(STRONG)),
-    ]  # fmt: skip
+        Pattern(
+            "across-models",
+            "similarity to the best model tracks validation accuracy across models",
+            f"Pearson {PAPER_PEARSON} (Cora, ~2,000 GNNs)",
+            "Pearson r across models",
+            at_least(STRONG),
+            headline=True,
+        ),
+        Pattern(
+            "per-run",
+            "the paper's score: within each run over its epochs, mean over runs",
+            f"Pearson {PAPER_PEARSON}",
+            "mean per-run Pearson r",
+            at_least(STRONG),
+        ),
+    ]
 
 
 def measure(scores: dict[str, Any]) -> dict[str, Any]:

@@ -21,11 +21,23 @@ OPTIMIZERS = {"adam": {"lr": 0.01}, "sgd": {"lr": 0.5, "momentum": 0.9}}
 
 def grid(quick: bool) -> list[dict]:
     if quick:
-        axes = {"seed": (0, 1), "epochs": (10, 30), "layers": (2,), "hidden": (32,), "dropout": (0.5,),
-                "optimizer": tuple(OPTIMIZERS)}  # fmt: skip
+        axes = {
+            "seed": (0, 1),
+            "epochs": (10, 30),
+            "layers": (2,),
+            "hidden": (32,),
+            "dropout": (0.5,),
+            "optimizer": tuple(OPTIMIZERS),
+        }
     else:
-        axes = {"seed": (0, 1), "epochs": (10, 30, 50), "layers": (1, 2), "hidden": (32, 128), "dropout": (0.1, 0.5),
-                "optimizer": tuple(OPTIMIZERS)}  # fmt: skip
+        axes = {
+            "seed": (0, 1),
+            "epochs": (10, 30, 50),
+            "layers": (1, 2),
+            "hidden": (32, 128),
+            "dropout": (0.1, 0.5),
+            "optimizer": tuple(OPTIMIZERS),
+        }
     return [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())]
 
 

@@ -18,17 +18,39 @@ F1_CLOSE = 0.03
 
 def patterns() -> list[Pattern]:
     return [
-        Pattern("every-run-trains", "every run of the grid trains (the correlation is about learning runs)",
-                "~2,000 trained GNNs", "lowest final validation accuracy", at_least(TRAINS), headline=True),
-        Pattern("per-run", "validation accuracy tracks similarity to the best run (the paper's score: per run "
-                "over its epochs, mean over runs)", f"Pearson {PAPER_PEARSON}", "mean per-run Pearson r",
-                at_least(STRONG), headline=True),
-        Pattern("across-runs", "the same across runs (final epoch, one point per run)", "n/a (not reported)",
-                "Pearson r across runs", at_least(STRONG)),
-        Pattern("relative-gcn-f1", "relative GCN about as good as absolute (node classification)",
-                f"F1 {PAPER_F1['relative'][0]} vs {PAPER_F1['absolute'][0]}", "|relative - absolute| macro-F1",
-                at_most(F1_CLOSE), headline=True),
-    ]  # fmt: skip
+        Pattern(
+            "every-run-trains",
+            "every run of the grid trains (the correlation is about learning runs)",
+            "~2,000 trained GNNs",
+            "lowest final validation accuracy",
+            at_least(TRAINS),
+            headline=True,
+        ),
+        Pattern(
+            "per-run",
+            "validation accuracy tracks similarity to the best run (the paper's score: per run "
+            "over its epochs, mean over runs)",
+            f"Pearson {PAPER_PEARSON}",
+            "mean per-run Pearson r",
+            at_least(STRONG),
+            headline=True,
+        ),
+        Pattern(
+            "across-runs",
+            "the same across runs (final epoch, one point per run)",
+            "n/a (not reported)",
+            "Pearson r across runs",
+            at_least(STRONG),
+        ),
+        Pattern(
+            "relative-gcn-f1",
+            "relative GCN about as good as absolute (node classification)",
+            f"F1 {PAPER_F1['relative'][0]} vs {PAPER_F1['absolute'][0]}",
+            "|relative - absolute| macro-F1",
+            at_most(F1_CLOSE),
+            headline=True,
+        ),
+    ]
 
 
 def measure(correlations: dict[str, Any], trajectories: list[dict], scores: dict[str, list[dict]]) -> dict[str, Any]:

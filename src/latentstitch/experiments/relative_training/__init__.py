@@ -30,10 +30,18 @@ LATENT_DIM = 64
 
 def settings(quick: bool) -> dict:
     if quick:
-        return {"seeds": (0, 1), "epochs": 3, "anchors": 100,
-                "sizes": {"mnist": (2000, 500), "fashion-mnist": (2000, 500)}}  # fmt: skip
-    return {"seeds": (0, 1, 2), "epochs": 10, "anchors": 500,
-            "sizes": {"mnist": (None, None), "fashion-mnist": (6000, 2000)}}  # fmt: skip
+        return {
+            "seeds": (0, 1),
+            "epochs": 3,
+            "anchors": 100,
+            "sizes": {"mnist": (2000, 500), "fashion-mnist": (2000, 500)},
+        }
+    return {
+        "seeds": (0, 1, 2),
+        "epochs": 10,
+        "anchors": 500,
+        "sizes": {"mnist": (None, None), "fashion-mnist": (6000, 2000)},
+    }
 
 
 def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
@@ -91,11 +99,16 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
 
     figure = plot_curves(curves, tasks, Path(out_dir) / "macro_f1.png")
     rows = [
-        [task.name, latent, scores[f"{key}/{latent}"]["macro_f1_mean_std"], PAPER_F1[key, latent],
-         scores[f"{key}/{latent}"]["accuracy_mean_std"]]
+        [
+            task.name,
+            latent,
+            scores[f"{key}/{latent}"]["macro_f1_mean_std"],
+            PAPER_F1[key, latent],
+            scores[f"{key}/{latent}"]["accuracy_mean_std"],
+        ]
         for key, task in tasks.items()
         for latent in LATENTS
-    ]  # fmt: skip
+    ]
     keys = list(tasks)
     sizes = ", ".join(f"{task.name} {len(task.x_train):,} / {len(task.x_test):,}" for task in tasks.values())
     return Report(

@@ -25,15 +25,30 @@ def patterns(keys: list[str]) -> list[Pattern]:
         name = DATASETS[key]
         paper_gap = PAPER_F1[key, "relative"][0] - PAPER_F1[key, "absolute"][0]
         declared += [
-            Pattern(f"{key}-relative-learns", f"{name}: the relative classifier learns the task",
-                    f"macro-F1 {PAPER_F1[key, 'relative'][0]:g}", "relative macro-F1 x 100", at_least(LEARNS),
-                    headline=True),
-            Pattern(f"{key}-relative-not-far-below", f"{name}: relative not far below absolute",
-                    f"{paper_gap:+.2f} points", "relative - absolute macro-F1 (points)", at_least(-NOT_FAR_BELOW),
-                    headline=True),
-            Pattern(f"{key}-relative-close", f"{name}: relative within {CLOSE:g} point of absolute",
-                    f"{paper_gap:+.2f} points", "|relative - absolute| macro-F1 (points)", at_most(CLOSE)),
-        ]  # fmt: skip
+            Pattern(
+                f"{key}-relative-learns",
+                f"{name}: the relative classifier learns the task",
+                f"macro-F1 {PAPER_F1[key, 'relative'][0]:g}",
+                "relative macro-F1 x 100",
+                at_least(LEARNS),
+                headline=True,
+            ),
+            Pattern(
+                f"{key}-relative-not-far-below",
+                f"{name}: relative not far below absolute",
+                f"{paper_gap:+.2f} points",
+                "relative - absolute macro-F1 (points)",
+                at_least(-NOT_FAR_BELOW),
+                headline=True,
+            ),
+            Pattern(
+                f"{key}-relative-close",
+                f"{name}: relative within {CLOSE:g} point of absolute",
+                f"{paper_gap:+.2f} points",
+                "|relative - absolute| macro-F1 (points)",
+                at_most(CLOSE),
+            ),
+        ]
     return declared
 
 
