@@ -199,8 +199,8 @@ def differences(config: Config, quick: bool) -> list[str]:
     ]
     rank_note = f"; rank {max(config.ranks)} is full rank at " + ", ".join(full_rank) if full_rank else ""
     quick_note = [
-        "--quick: a miniature (networks at x0.25 on 3,000 images, a few hundred steps per stitching layer, 3 layers) "
-        "that shows the headline patterns only"
+        "--quick: a miniature (networks trained on 6,000 images, 3 layers, 64 Adam steps per stitching layer) that "
+        "judges the headline patterns only"
     ]
     return [
         *(quick_note if quick else []),

@@ -12,7 +12,7 @@ from latentstitch.experiments._report import Pattern, at_least, at_most
 PAPER_PEARSON = 0.955  # recalled from the paper, low confidence (methods §1)
 PAPER_F1 = {"relative": (0.89, 0.02), "absolute": (0.90, 0.01)}
 STRONG = 0.8
-TRAINS = 0.5  # a run that trains: final validation accuracy >= 0.5 (5 balanced topics: chance 0.2)
+TRAINS = 0.4  # a run that trains: final validation accuracy at least twice chance (5 balanced topics: 0.2)
 F1_CLOSE = 0.03
 
 
