@@ -45,7 +45,7 @@ PAPER = (
     "Representations. NeurIPS 2021 (Dr. Frankenstein)"
 )
 
-__all__ = ["FULL", "HELP", "PAPER", "QUICK", "Config", "render", "run"]
+__all__ = ["FULL", "HELP", "PAPER", "QUICK", "Config", "render", "render_saved", "run"]
 
 
 def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
@@ -234,3 +234,15 @@ def differences(config: Config, quick: bool) -> list[str]:
         + f" of the paper's Tiny-10 width; {len(config.width_layers)} layers, 1 pair",
         "Experiment 6 interpolates the random-init runs of Experiment 5 (paper: separate runs)",
     ]
+
+
+def render_saved(results_json: str | Path, out_dir: str | Path | None = None) -> Report:
+    """The report of a saved run (its results.json), drawn again: a change of tables, figures or pattern
+    declarations applies to a run of hours without repeating it. ``out_dir`` defaults to the file's folder."""
+    import json
+
+    saved = json.loads(Path(results_json).read_text())
+    numbers = saved["numbers"]
+    config = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in numbers["config"].items()})
+    target = Path(out_dir) if out_dir is not None else Path(results_json).parent
+    return render(numbers, config, target, quick=bool(saved.get("quick")), seconds=saved.get("seconds"))

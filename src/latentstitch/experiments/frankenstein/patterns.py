@@ -32,7 +32,6 @@ def patterns(config: Config) -> list[Pattern]:
             "near 100% on Tiny-10 (CIFAR-10), no collapse",
             f"share of layers with task loss >= {NEAR_PERFECT:g}",
             above(0.5),
-            headline=True,
         ),
         Pattern(
             "fig2-task-loss-beats-ls",
@@ -40,6 +39,7 @@ def patterns(config: Config) -> list[Pattern]:
             "task loss above least squares everywhere",
             "smallest (task loss - least squares) over layers",
             at_least(0.0),
+            headline=True,
         ),
         Pattern(
             "fig2-procrustes-as-ls",
@@ -82,7 +82,6 @@ def patterns(config: Config) -> list[Pattern]:
             "direct drops drastically at 80-90%, task loss holds",
             "task loss - direct at 80% sparsity",
             above(0.0),
-            headline=True,
         ),
         Pattern(
             "exp5-ls-init-stable",
@@ -90,6 +89,7 @@ def patterns(config: Config) -> list[Pattern]:
             "LS init consistently well, random sometimes stuck",
             "share of layers with LS spread <= random's and LS worst run >= random's",
             at_least(1.0),
+            headline=True,
         ),
     ]
     for layer in config.init_layers:

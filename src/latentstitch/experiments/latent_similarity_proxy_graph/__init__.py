@@ -101,8 +101,8 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         progress=progress,
         description="GCN grid, pass 2 (similarity per epoch)",
     )
-    nc_seeds = [0] if quick else [0, 1, 2, 3, 4]
-    nc_epochs = 50 if quick else 200
+    nc_seeds = [0, 1] if quick else [0, 1, 2, 3, 4]
+    nc_epochs = 100 if quick else 200
     with Progress(disable=not progress, transient=True) as bar:
         bar.add_task("node classification, relative vs absolute GCN", total=None)
         scores = node_classification(data, graph.num_classes, anchors, nc_seeds, nc_epochs)
@@ -200,7 +200,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         + (
             [
                 "--quick: 8 runs (2 seeds, 10 / 30 epochs, both optimisers, 2 layers, hidden 32); node classification: "
-                "1 seed"
+                "2 seeds, 100 epochs"
             ]
             if quick
             else []

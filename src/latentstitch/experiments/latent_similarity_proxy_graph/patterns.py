@@ -33,7 +33,6 @@ def patterns() -> list[Pattern]:
             f"Pearson {PAPER_PEARSON}",
             "mean per-run Pearson r",
             at_least(STRONG),
-            headline=True,
         ),
         Pattern(
             "across-runs",
