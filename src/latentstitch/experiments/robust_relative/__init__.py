@@ -230,14 +230,20 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         ]
         + (
             [
-                f"--quick: emoji names en/fr only ({config['cldr_n']}), one seed, {epochs} epochs, MiniLM-L3 for "
-                "English; no Bible verses"
+                f"--quick: a smoke test (emoji names en/fr only, {config['cldr_n']}, one seed, {epochs} epochs, "
+                "MiniLM-L3 for English; no Bible verses): too small for the variants' order to mean anything, so "
+                "no pattern is judged"
             ]
             if quick
             else []
         ),
         tables=tables,
-        patterns=judge(patterns.patterns(bible is not None, cldr_pairs, headline), measured, quick=quick),
+        # The quick run is a smoke test: in a minute or two (one seed, 5 epochs, 480 training names) the variants'
+        # order is noise (a first try: robust 27.9 vs vanilla 29.2, absolute 43.3), so it judges nothing.
+        patterns=[]
+        if quick
+        else judge(patterns.patterns(bible is not None, cldr_pairs, headline), measured, quick=False),
+        smoke=quick,
         figures=figures,
         numbers={"bible": bible, "cldr": cldr, "settings": {**config, "targets": list(config["targets"])}},
         seconds=time.perf_counter() - started,
