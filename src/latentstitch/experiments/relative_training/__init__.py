@@ -32,7 +32,7 @@ def settings(quick: bool) -> dict:
     if quick:
         return {
             "seeds": (0, 1),
-            "epochs": 3,
+            "epochs": 6,
             "anchors": 100,
             "sizes": {"mnist": (2000, 500), "fashion-mnist": (2000, 500)},
         }
