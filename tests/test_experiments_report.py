@@ -116,3 +116,8 @@ def test_a_smoke_test_judges_nothing():
     with pytest.raises(ValueError, match="a smoke test judges no pattern"):
         Report("toy", "Toy", "p", {}, patterns=[Pattern("a", "c", "p", "m", at_least(0)).judge(1.0)], smoke=True)
     assert "smoke test only" in Report("toy", "Toy", "p", {}, smoke=True, quick=True).status()
+
+
+def test_a_bar_inside_a_markdown_cell_does_not_split_it():
+    markdown = ResultTable("t", ["|a - b|", "x"], [["|0.1|", 1.0]]).markdown()
+    assert "| \\|a - b\\| | x |" in markdown and "| \\|0.1\\| | 1.000 |" in markdown

@@ -66,9 +66,17 @@ class ResultTable:
     digits: int = 3
 
     def markdown(self) -> str:
-        lines = [f"**{self.title}**", "", "| " + " | ".join(self.columns) + " |", "|" + "---|" * len(self.columns)]
+        def cell(text: str) -> str:  # a "|" inside a cell would split it
+            return text.replace("|", "\\|")
+
+        lines = [
+            f"**{self.title}**",
+            "",
+            "| " + " | ".join(map(cell, self.columns)) + " |",
+            "|" + "---|" * len(self.columns),
+        ]
         for row in self.rows:
-            lines.append("| " + " | ".join(format_value(v, self.digits) for v in row) + " |")
+            lines.append("| " + " | ".join(cell(format_value(v, self.digits)) for v in row) + " |")
         if self.note:
             lines += ["", self.note]
         return "\n".join(lines)
