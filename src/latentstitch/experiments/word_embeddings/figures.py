@@ -96,3 +96,24 @@ def plot_metrics(results: dict[str, dict[str, Any]], names: dict[str, str], path
     figure.suptitle("Cross-space retrieval of the same word (k = 5): absolute vs relative representations")
     figure.tight_layout()
     return save_figure(figure, path, dpi=100)
+
+
+def plot_count_sweep(sweep: dict[int, dict[str, Any]], names: tuple[str, str], path: Path) -> str:
+    """Relative Jaccard@5 and MRR (both directions) against the minimum corpus count of the search words."""
+    plt = pyplot()
+    figure, ax = plt.subplots(figsize=(7, 4.2))
+    counts = list(sweep)
+    first, second = names
+    for direction, style in ((f"{first} -> {second}", "-"), (f"{second} -> {first}", "--")):
+        for index, (metric, label) in enumerate(((0, "Jaccard@5"), (1, "MRR"))):
+            values = [np.mean([r[metric] for r in sweep[c]["relative"]["plain"][direction]]) for c in counts]
+            ax.plot(counts, values, style, marker="o", color=f"C{index}", label=f"{label}, {direction}")
+    ax.set_xscale("log")
+    ax.set_xticks(counts, [f">= {c}\n({sweep[c]['words']:,} words)" for c in counts])
+    ax.set_xlabel("search words: seen at least this many times in the 1.6M-token corpus")
+    ax.set_ylabel("relative retrieval (mean over anchor seeds)")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8)
+    ax.set_title("fastText vs word2vec trained on the same small corpus: better vectors, better alignment", fontsize=10)
+    figure.tight_layout()
+    return save_figure(figure, path, dpi=100)

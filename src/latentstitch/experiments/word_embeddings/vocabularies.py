@@ -1,8 +1,10 @@
 """The two pairs of word spaces, row-aligned on their search words.
 
-- ``trained_pair``: fastText (CBOW with character n-grams) and word2vec (skip-gram), trained with gensim on the same
-  real packaged text (the World English Bible verses and the BBC News articles): the paper's kind of pair, two
-  methods over one vocabulary, nothing pruned.
+- ``trained_pair``: fastText (skip-gram with character n-grams) and word2vec (CBOW), trained with gensim on the
+  same real packaged text (the World English Bible verses and the BBC News articles): the paper's kind of pair, two
+  methods over one vocabulary, nothing pruned. The corpus is small (1.6 million tokens against the paper's
+  billions), so a word's vector is only as good as its count: the search words are the words seen at least
+  ``SEARCH_MIN_COUNT`` times (and ``count_sweep`` shows how retrieval grows with the count).
 - ``glove_spacy_pair``: GloVe 6B 50-d and spaCy ``en_core_web_md`` (300-d, pruned to 20,000 distinct vectors).
 
 Search words follow the relreps recipe: frequency order, the 400 most frequent skipped, alphabetic words of at
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 
 SKIP_MOST_FREQUENT = 400
+SEARCH_MIN_COUNT = 50  # the search words of the trained pair: seen at least 50 times in the corpus
+SWEEP_COUNTS = (20, 50, 100, 200)
 _TOKEN = re.compile(r"[a-z]+")
 _SENTENCE_END = re.compile(r"\n+|(?<=[.!?])\s+")
 
@@ -29,6 +33,17 @@ class SpacePair:
     words: list[str]
     vectors: dict[str, np.ndarray]
     source: str
+    counts: np.ndarray | None = None  # corpus count of each word (trained pairs)
+
+    def frequent(self, min_count: int) -> SpacePair:
+        """The words seen at least ``min_count`` times (a trained pair's vectors are as good as their counts)."""
+        keep = np.flatnonzero(self.counts >= min_count)
+        return SpacePair(
+            [self.words[i] for i in keep],
+            {k: v[keep] for k, v in self.vectors.items()},
+            f"{self.source}; search words seen >= {min_count} times",
+            self.counts[keep],
+        )
 
     @property
     def names(self) -> tuple[str, str]:
@@ -66,7 +81,11 @@ def _stable_hash(text: str) -> int:
 
 
 def trained_pair(sentences: list[list[str]], *, dim: int, epochs: int, min_count: int, max_words: int) -> SpacePair:
-    """fastText (CBOW, n-grams 3-6, seed 0) and word2vec (skip-gram, seed 1) on ``sentences``, one worker each."""
+    """fastText (skip-gram, n-grams 3-6, seed 0) and word2vec (CBOW, seed 1) on ``sentences``, one worker each.
+
+    Every candidate search word (seen >= ``min_count`` times), with its count; ``SpacePair.frequent`` keeps the
+    frequent ones. fastText's CBOW was tried first: on so small a corpus its neighbours are spelling neighbours
+    ("music": musical, musician, meshullam, mushi), dominated by the character n-grams."""
     from latentstitch._extras import require
 
     models = require("gensim.models", "words", package="gensim")
@@ -79,8 +98,8 @@ def trained_pair(sentences: list[list[str]], *, dim: int, epochs: int, min_count
         "workers": 1,
         "hashfxn": _stable_hash,
     }
-    fasttext = models.FastText(sentences, sg=0, min_n=3, max_n=6, seed=0, **common).wv
-    word2vec = models.Word2Vec(sentences, sg=1, seed=1, **common).wv
+    fasttext = models.FastText(sentences, sg=1, min_n=3, max_n=6, seed=0, **common).wv
+    word2vec = models.Word2Vec(sentences, sg=0, seed=1, **common).wv
     # Both vocabularies are the words seen >= min_count times, in frequency order (gensim sorts them).
     candidates = [w for w in word2vec.index_to_key[SKIP_MOST_FREQUENT:] if len(w) >= 4 and w in fasttext.key_to_index]
     words = candidates[:max_words]
@@ -91,9 +110,10 @@ def trained_pair(sentences: list[list[str]], *, dim: int, epochs: int, min_count
             "fastText": np.stack([fasttext[w] for w in words]).astype(np.float32),
             "word2vec": np.stack([word2vec[w] for w in words]).astype(np.float32),
         },
-        f"fastText (CBOW, character n-grams 3-6) and word2vec (skip-gram), {dim}-d, trained with gensim for "
+        f"fastText (skip-gram, character n-grams 3-6) and word2vec (CBOW), {dim}-d, trained with gensim for "
         f"{epochs} epochs on {tokens:,} tokens of real packaged text (World English Bible verses + BBC News "
-        f"articles; words seen >= {min_count} times)",
+        "articles)",
+        np.asarray([word2vec.get_vecattr(w, "count") for w in words], dtype=np.int64),
     )
 
 
