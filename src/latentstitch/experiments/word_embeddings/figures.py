@@ -110,6 +110,7 @@ def plot_count_sweep(sweep: dict[int, dict[str, Any]], names: tuple[str, str], p
             ax.plot(counts, values, style, marker="o", color=f"C{index}", label=f"{label}, {direction}")
     ax.set_xscale("log")
     ax.set_xticks(counts, [f">= {c}\n({sweep[c]['words']:,} words)" for c in counts])
+    ax.minorticks_off()
     ax.set_xlabel("search words: seen at least this many times in the 1.6M-token corpus")
     ax.set_ylabel("relative retrieval (mean over anchor seeds)")
     ax.set_ylim(0, 1)
