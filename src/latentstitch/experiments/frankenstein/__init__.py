@@ -170,8 +170,9 @@ def render(numbers: dict[str, Any], config: Config, out_dir: Path, *, quick: boo
             f"model B, Adam 1e-3, lr x0.1 after 1/3 and 2/3 of the steps, batch {config.stitch_batch}, on "
             f"{config.n_stitch} images, least-squares init; both networks frozen",
             "optimisation budget": f"{config.stitch_epochs} epochs = {config.steps(config.stitch_epochs):,} Adam steps "
-            f"per stitching layer in Figures 4-6 and Experiments 5-6; {config.sweep_epochs} epochs = "
-            f"{config.steps(config.sweep_epochs):,} steps in Figures 2, 3, 7 and 8 (paper: 30 epochs of "
+            f"per stitching layer in Figures 4-5 and Experiments 5-6 at {', '.join(config.long_layers)}; "
+            f"{config.sweep_epochs} epochs = {config.steps(config.sweep_epochs):,} steps in Figures 2, 3, 7, 8 and "
+            "Experiments 5-6 at the other layers (paper: 30 epochs of "
             "50,000 images at batch 128, ~11,700 steps, everywhere)",
             "evaluation": f"relative accuracy = accuracy(stitched) / accuracy(model B) on {config.n_test} test images",
             "pairs": f"seed {config.seeds[0]} -> {config.seeds[1]} and back (Figure 2); {config.seeds[0]} -> "
@@ -212,11 +213,11 @@ def differences(config: Config, quick: bool) -> list[str]:
         f"2 seeds, i.e. 2 directed pairs for Figure 2 and 1 elsewhere (paper: 10 runs); Experiment 5 with "
         f"{config.init_runs} random + {config.init_runs} least-squares runs per layer (paper: 50 + 50); Figure 4 "
         f"from {config.init_runs} runs (paper: 10) that differ only in data order (one pair, one least-squares init)",
-        f"task-loss budget: {config.steps(config.stitch_epochs):,} Adam steps per stitching layer in Figures 4-6 and "
-        f"Experiments 5-6 ({config.stitch_epochs} epochs of {config.n_stitch:,} images at batch "
-        f"{config.stitch_batch}), but {config.steps(config.sweep_epochs):,} in Figures 2, 3, 7 and 8 (paper: "
-        "~11,700 everywhere; those figures train most of the layers, and the paper's budget everywhere would take "
-        "about 11 hours of one core); the lr steps happen after 1/3 and 2/3 of the steps rather than at epoch "
+        f"task-loss budget: {config.steps(config.stitch_epochs):,} Adam steps per stitching layer (the paper's) in "
+        f"Figures 4-5 and Experiments 5-6 at {', '.join(config.long_layers)} ({config.stitch_epochs} epochs of "
+        f"{config.n_stitch:,} images at batch {config.stitch_batch}), but {config.steps(config.sweep_epochs):,} in "
+        "Figures 2, 3, 7, 8 and Experiments 5-6 at the other layers (paper: ~11,700 everywhere, which here would "
+        "take about 11 hours of one core); the lr steps happen after 1/3 and 2/3 of the steps rather than at epoch "
         "boundaries",
         f"direct matching fitted on {config.n_direct} images (paper: the whole training set)",
         "cross-entropy to model B is mean_n sum_c -p_B log p_F; the reference code also averaged over the 10 "

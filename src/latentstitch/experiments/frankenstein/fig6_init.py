@@ -37,6 +37,7 @@ def measure(context: Context) -> tuple[dict[str, Any], dict[str, list[nn.Module]
                     stitched,
                     context.stitch_data,
                     **context.task_loss(
+                        sweep=layer not in config.long_layers,
                         init="random" if init == "random" else least_squares,
                         seed=seed,
                         track_every=config.track_every if track else None,
