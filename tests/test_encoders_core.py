@@ -155,8 +155,15 @@ def test_word_vector_encoder_lookup_and_unknown_words():
 
 def test_registry_names_every_encoder():
     assert set(ENCODERS) == {
-        "minilm-l6", "paraphrase-minilm-l3", "use-m3", "e5-small", "efficientnet-lite0", "efficientnet-lite1",
-        "glove-50d", "spacy-en-md", "spacy-fr-md",
-    }  # fmt: skip
+        "minilm-l6",
+        "paraphrase-minilm-l3",
+        "use-m3",
+        "e5-small",
+        "efficientnet-lite0",
+        "efficientnet-lite1",
+        "glove-50d",
+        "spacy-en-md",
+        "spacy-fr-md",
+    }
     with pytest.raises(ValueError, match="unknown encoder 'bert'"):
         get_encoder("bert")

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from latentstitch.experiments._text import predict, score
-from latentstitch.experiments.graph_similarity import matched_similarity
+from latentstitch.experiments.latent_similarity_proxy_graph import matched_similarity
 from latentstitch.experiments.robust_relative import ResidualAdapter
 from latentstitch.experiments.word_embeddings import retrieval, zero_pad
 from latentstitch.models import BatchInstanceNorm

@@ -1,11 +1,60 @@
-"""Every reproduction runs end to end in its --quick form and writes an honest report."""
+"""The `reproduce` command: where it writes, what it refuses to overwrite, and --all / --check.
+
+The reproductions themselves run in CI's separate quick step (`latentstitch reproduce --all --quick --check` in
+.ci/run, after the test suite): each quick run is a small but real experiment of a minute or two, which would take
+this suite over its time budget. Here they are replaced by toy reproductions with the same interface.
+"""
 
 import json
+import sys
+import types
 
 import pytest
 
 from latentstitch.cli import main
+from latentstitch.experiments import reproduce
+from latentstitch.experiments._report import Pattern, Report, at_least, judge
 from latentstitch.experiments.reproduce import REPRODUCTIONS, load
+
+
+def _toy(name: str, *, holds: bool = True, fails: bool = False, calls: list | None = None) -> types.ModuleType:
+    """A reproduction module: one headline pattern that holds or not, or a run that raises."""
+    module = types.ModuleType(f"toy_reproduction_{name}")
+    module.HELP, module.PAPER = f"toy {name}", "Toy et al."
+
+    def run(*, quick, out_dir, progress):
+        if calls is not None:
+            calls.append((name, quick, str(out_dir)))
+        if fails:
+            raise RuntimeError("the toy broke")
+        declared = [Pattern("a", "A beats B", "0.9 vs 0.1", "A - B", at_least(0.5), headline=True)]
+        return Report(
+            name=name,
+            title=f"Toy {name}",
+            paper="Toy et al.",
+            setting={},
+            patterns=judge(declared, {"a": 0.8 if holds else 0.1}, quick=quick),
+            quick=quick,
+        )
+
+    module.run = run
+    return module
+
+
+@pytest.fixture
+def toys(monkeypatch, tmp_path):
+    """Replace the registry with toy reproductions, in a fresh working folder."""
+    monkeypatch.chdir(tmp_path)
+    calls: list = []
+    modules = {
+        "good": _toy("good", calls=calls),
+        "bad": _toy("bad", holds=False, calls=calls),
+        "broken": _toy("broken", fails=True, calls=calls),
+    }
+    monkeypatch.setattr(reproduce, "REPRODUCTIONS", {name: m.__name__ for name, m in modules.items()})
+    for module in modules.values():
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    return calls
 
 
 def test_list_shows_every_reproduction(capsys):
@@ -20,14 +69,46 @@ def test_unknown_reproduction_is_named():
         load("nope")
 
 
-@pytest.mark.slow
-@pytest.mark.integration
-@pytest.mark.parametrize("name", sorted(REPRODUCTIONS))
-def test_quick_reproduction_writes_its_report(name, tmp_path):
-    assert main(["reproduce", name, "--quick", "--quiet", "--out", str(tmp_path)]) == 0
-    results = json.loads((tmp_path / "results.json").read_text())
-    assert results["tables"] and results["expectations"] and results["differences"]
-    markdown = (tmp_path / "results.md").read_text()
-    assert "## How this differs from the paper" in markdown and "## Expected pattern" in markdown
-    for path in results["figures"].values():
-        assert (tmp_path / path.split("/")[-1]).stat().st_size > 5_000
+def test_every_reproduction_is_a_package_with_help_paper_and_run():
+    for name in REPRODUCTIONS:
+        module = load(name)
+        assert module.HELP and module.PAPER and callable(module.run), name
+        assert module.__file__.endswith("__init__.py"), f"{name}: a folder per reproduction"
+
+
+def test_a_run_writes_to_latentstitch_results_by_default(toys, tmp_path):
+    assert main(["reproduce", "good", "--quick", "--quiet"]) == 0
+    saved = json.loads((tmp_path / "latentstitch-results" / "good" / "results.json").read_text())
+    assert saved["kind"] == "reproduction" and saved["quick"] is True
+    assert saved["patterns"][0]["holds"] is True and saved["patterns"][0]["headline"] is True
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_quick_run_never_replaces_a_full_run_by_accident(toys, tmp_path, capsys):
+    committed = tmp_path / "results" / "good"
+    committed.mkdir(parents=True)
+    (committed / "results.json").write_text(json.dumps({"kind": "reproduction", "quick": False, "title": "full"}))
+    assert main(["reproduce", "good", "--quick", "--out", str(committed)]) == 2
+    assert "holds the results of a full run" in capsys.readouterr().err
+    assert toys == []  # refused before any work
+    assert json.loads((committed / "results.json").read_text())["title"] == "full"
+    assert main(["reproduce", "good", "--quick", "--quiet", "--out", str(committed), "--overwrite"]) == 0
+    assert json.loads((committed / "results.json").read_text())["quick"] is True
+    # a full run may replace a full run: that is how the committed results are made
+    assert main(["reproduce", "good", "--quiet", "--out", str(committed)]) == 0
+
+
+def test_all_runs_every_reproduction_and_check_fails_on_a_headline_miss(toys, tmp_path, capsys):
+    assert main(["reproduce", "--all", "--quick", "--quiet", "--out", str(tmp_path / "q")]) == 0
+    assert sorted(name for name, _, _ in toys) == ["bad", "broken", "good"]
+    out = capsys.readouterr().out
+    assert "HEADLINE PATTERN NOT HELD" in out and "FAILED: RuntimeError: the toy broke" in out
+    assert (tmp_path / "q" / "good" / "results.json").is_file() and (tmp_path / "q" / "bad" / "results.json").is_file()
+    assert main(["reproduce", "--all", "--quick", "--check", "--quiet", "--out", str(tmp_path / "q2")]) == 1
+    assert main(["reproduce", "good", "--quick", "--check", "--quiet"]) == 0
+    assert main(["reproduce", "bad", "--quick", "--check", "--quiet"]) == 1
+
+
+def test_name_and_all_together_are_refused(toys, capsys):
+    assert main(["reproduce", "good", "--all"]) == 2
+    assert "NAME and --all" in capsys.readouterr().err

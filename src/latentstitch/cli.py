@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "reproduce": "latentstitch.experiments.reproduce",
     "bridge": "latentstitch.commands.bridge",
     "compare": "latentstitch.commands.compare",
+    "report": "latentstitch.report.command",
 }
 
 # Errors that mean "this input cannot be used": the library raises ValueError/TypeError naming the argument at

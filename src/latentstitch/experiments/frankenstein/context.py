@@ -1,0 +1,95 @@
+"""What every Frankenstein experiment shares: the data, the base networks (trained once, on demand), the task-loss
+settings, and the figure helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from latentstitch.experiments._report import save_figure
+from latentstitch.experiments.frankenstein.config import Config
+
+
+class Context:
+    """Data, base networks and the stitching settings every experiment uses; ``stage(text)`` reports progress."""
+
+    def __init__(self, config: Config, stage: Callable[[str], None]):
+        from latentstitch.data import load_fashion_mnist
+
+        self.config = config
+        self.stage = stage
+        data = load_fashion_mnist(n_train=config.n_train, n_test=config.n_test, seed=0)
+        self.x_train, self.y_train = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
+        self.x_test, self.y_test = torch.from_numpy(data.x_test), torch.from_numpy(data.y_test)
+        self.stitch_data = (self.x_train[: config.n_stitch], self.y_train[: config.n_stitch])
+        self.direct_data = self.x_train[: config.n_direct]
+        self.eval_data = (self.x_test, self.y_test)
+        self.probe = self.x_test[:512]
+        self.models: dict[tuple[float, int], nn.Module] = {}
+        self.base_accuracy: dict[tuple[float, int], float] = {}
+
+    def model(self, width: float, seed: int) -> nn.Module:
+        """Tiny-10 at ``width`` trained from ``seed`` (trained on first use)."""
+        from latentstitch.models import accuracy, tiny10, train_classifier
+
+        if (width, seed) not in self.models:
+            self.stage(f"training Tiny-10 x{width:g} seed {seed}")
+            torch.manual_seed(seed)
+            model = tiny10(width)
+            train_classifier(
+                model,
+                self.x_train,
+                self.y_train,
+                epochs=self.config.base_epochs,
+                batch_size=self.config.base_batch,
+                seed=seed,
+            )
+            self.models[width, seed] = model
+            self.base_accuracy[width, seed] = accuracy(model, self.x_test, self.y_test)
+        return self.models[width, seed]
+
+    def pair(self, width: float | None = None) -> tuple[nn.Module, nn.Module]:
+        """Models A and B of the main pair (seed 0 -> seed 1) at ``width`` (default: the main width)."""
+        width = self.config.width if width is None else width
+        a, b = self.config.seeds
+        return self.model(width, a), self.model(width, b)
+
+    def task_loss(self, *, sweep: bool = False, **options: Any) -> dict[str, Any]:
+        """``fit_task_loss`` options shared by every run (overridable): the long budget, or the sweeps' one."""
+        epochs = self.config.sweep_epochs if sweep else self.config.stitch_epochs
+        base = {"epochs": epochs, "batch_size": self.config.stitch_batch, "progress": False}
+        return {**base, **options}
+
+    def metrics(self, stitched: Any) -> dict[str, float]:
+        """``stitch_metrics`` on the evaluation images (relative accuracy, cross-entropy to B...)."""
+        from latentstitch.stitching import stitch_metrics
+
+        return stitch_metrics(stitched, self.eval_data)
+
+
+def new_figure(width: float, height: float, columns: int = 1):
+    """A matplotlib Figure (no pyplot state) with ``columns`` axes in one row."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height))
+    axes = figure.subplots(1, columns, squeeze=False)[0]
+    return figure, list(axes)
+
+
+def save(figure: Any, path: Path) -> str:
+    figure.tight_layout()
+    return save_figure(figure, path)
+
+
+def interpolated(points: list[tuple[float, float]], at: float) -> float | None:
+    """Relative accuracy at sparsity ``at`` by linear interpolation along a sparsity curve (None outside it)."""
+    points = sorted(points)
+    xs = [p[0] for p in points]
+    if not points or at < xs[0] or at > xs[-1]:
+        return None
+    return float(np.interp(at, xs, [p[1] for p in points]))

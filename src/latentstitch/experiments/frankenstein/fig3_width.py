@@ -1,0 +1,74 @@
+"""Experiment 2 / Figure 3: task-loss matching (least-squares init) between networks of 1x, 2x and 4x width; the
+main width reuses Figure 2's runs (same settings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from latentstitch.experiments._grid import grid_client
+from latentstitch.experiments._report import ResultTable
+from latentstitch.experiments.frankenstein import fig2_layers
+from latentstitch.experiments.frankenstein.config import Config
+from latentstitch.experiments.frankenstein.context import Context, new_figure, save
+
+
+def measure(context: Context, figure2: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """``{width: {layer: relative accuracy}}`` (widths as strings, for JSON)."""
+    from latentstitch.stitching import LeastSquares, TaskLoss, sweep
+
+    config = context.config
+    main = fig2_layers.sweep_results(figure2)[0]
+    out: dict[str, dict[str, float]] = {}
+    for width in config.widths:
+        if width == config.width:
+            out[f"{width:g}"] = {layer: main.value(layer, "task loss") for layer in config.width_layers}
+            continue
+        model_a, model_b = context.pair(width)
+        context.stage(f"Experiment 2: width x{width / config.widths[0]:g}")
+        result = sweep(
+            model_a,
+            model_b,
+            config.width_layers,
+            {"least squares": LeastSquares(), "task loss": TaskLoss(**context.task_loss(sweep=True))},
+            data=context.stitch_data,
+            eval_data=context.eval_data,
+            direct_data=context.direct_data,
+            progress=False,
+            client=grid_client(),  # each layer a task on the cluster of reproduce --workers N, if any
+        )
+        out[f"{width:g}"] = {layer: result.value(layer, "task loss") for layer in config.width_layers}
+    return out
+
+
+def means(numbers: dict[str, dict[str, float]], config: Config) -> list[float]:
+    """Mean relative accuracy over the layers, per width (in ``config.widths`` order)."""
+    return [float(np.mean(list(numbers[f"{w:g}"].values()))) for w in config.widths]
+
+
+def table(numbers: dict[str, dict[str, float]], config: Config) -> ResultTable:
+    x1 = config.widths[0]
+    rows = [[layer, *[numbers[f"{w:g}"][layer] for w in config.widths]] for layer in config.width_layers]
+    rows.append(["mean", *means(numbers, config)])
+    rows.append(["paper (ResNet-20, Fig. 3)", "already very high", *["increasing" for _ in config.widths[1:]]])
+    return ResultTable(
+        "Experiment 2 / Figure 3: task-loss relative accuracy by network width",
+        ["layer", *[f"x{w / x1:g} (width {w:g})" for w in config.widths]],
+        rows,
+    )
+
+
+def plot(numbers: dict[str, dict[str, float]], config: Config, path: Path) -> str:
+    figure, (ax,) = new_figure(6, 4.2)
+    multipliers = [w / config.widths[0] for w in config.widths]
+    for index, layer in enumerate(config.width_layers):
+        ax.plot(multipliers, [numbers[f"{w:g}"][layer] for w in config.widths], "-o", color=f"C{index}", label=layer)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(multipliers, [f"x{m:g}" for m in multipliers])
+    ax.set_xlabel(f"width multiplier (x1 = {config.widths[0]:g} of the paper's Tiny-10)")
+    ax.set_ylabel("relative accuracy (task loss, LS init)")
+    ax.legend(fontsize=8, title="layer")
+    ax.set_title("Fig. 3: stitching networks of different width", fontsize=11)
+    return save(figure, path)

@@ -1,0 +1,224 @@
+"""Latent similarity as a label-free proxy of performance, on a real graph (Moschella et al., ICLR 2023, Cora).
+
+A grid of graph convolutional networks (seeds, epochs, depth, width, dropout, optimiser) is trained for node
+classification; every run trains (``grid``). After every epoch, the node embeddings are turned into relative
+representations with respect to 300 anchor nodes, and compared with those of the best run (mean cosine over nodes
+of the matched relative vectors). The paper reports a Pearson correlation of 0.955 between validation accuracy and
+this similarity (within each run over its epochs, averaged over runs). Also: node-classification F1 of GCNs with
+relative vs absolute latents (paper: Cora 0.89 vs 0.90).
+
+The graph (``graph``) is Planetoid Cora when its raw files are found under ``$LATENTSTITCH_PLANETOID_ROOT``;
+otherwise the BBC News k-NN document graph (2,225 article nodes, bag-of-words features, 5 topics), which has the
+shape of Cora and installs from the registries.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from latentstitch.experiments._grid import map_grid
+from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
+from latentstitch.experiments.latent_similarity_proxy_graph import patterns
+from latentstitch.experiments.latent_similarity_proxy_graph.figures import plot_scatter
+from latentstitch.experiments.latent_similarity_proxy_graph.graph import PLANETOID_ENV, GraphTensors, load_graph
+from latentstitch.experiments.latent_similarity_proxy_graph.grid import (
+    OPTIMIZERS,
+    final_run,
+    grid,
+    matched_similarity,
+    trajectory_run,
+)
+from latentstitch.experiments.latent_similarity_proxy_graph.node_classification import node_classification
+from latentstitch.experiments.latent_similarity_proxy_graph.patterns import PAPER_F1, PAPER_PEARSON
+
+HELP = "GCN grid: relative-space similarity to the best run vs validation accuracy; relative vs absolute GCN F1"
+PAPER = (
+    "Moschella et al., Relative representations enable zero-shot latent space communication, ICLR 2023 "
+    "(latent similarity vs performance on Cora; graph node classification)"
+)
+NUM_ANCHORS = 300
+
+__all__ = ["HELP", "PAPER", "load_graph", "matched_similarity", "run"]
+
+
+def correlations(trajectories: list[dict]) -> dict[str, Any]:
+    """Pearson r between validation accuracy and similarity: per run over its epochs (the paper's score), across
+    runs at the final epoch, and pooled over every (run, epoch)."""
+    from scipy.stats import pearsonr
+
+    per_run, by_optimizer = [], {}
+    for t in trajectories:
+        acc, sim = np.asarray(t["val_accuracy"]), np.asarray(t["similarity"])
+        if len(acc) > 2 and acc.std() > 0 and sim.std() > 0:  # a constant series has no correlation
+            per_run.append(float(pearsonr(acc, sim).statistic))
+            by_optimizer.setdefault(t["config"]["optimizer"], []).append(per_run[-1])
+    final_acc = np.asarray([t["val_accuracy"][-1] for t in trajectories])
+    final_sim = np.asarray([t["similarity"][-1] for t in trajectories])
+    all_acc = np.concatenate([t["val_accuracy"] for t in trajectories])
+    all_sim = np.concatenate([t["similarity"] for t in trajectories])
+    return {
+        "per_run": per_run,
+        "by_optimizer": by_optimizer,
+        "mean_per_run": float(np.mean(per_run)) if per_run else float("nan"),
+        "across_runs": float(pearsonr(final_acc, final_sim).statistic),
+        "pooled": float(pearsonr(all_acc, all_sim).statistic),
+    }
+
+
+def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
+    from rich.progress import Progress
+
+    started = time.perf_counter()
+    graph = load_graph(seed=0)
+    data = GraphTensors(graph)
+    train_nodes = np.flatnonzero(graph.train_mask)
+    anchors = torch.as_tensor(np.sort(np.random.default_rng(0).choice(train_nodes, NUM_ANCHORS, replace=False)))
+    configs = grid(quick)
+
+    # Pass 1: every run's final validation accuracy and relative representation; the best run is the reference.
+    # Each run is independent: map_grid runs them here, or as tasks on a Dask cluster (reproduce --workers N).
+    finals = map_grid(
+        functools.partial(final_run, data=data, num_classes=graph.num_classes, anchors=anchors),
+        configs,
+        progress=progress,
+        description="GCN grid, pass 1 (find the best run)",
+    )
+    best = int(np.argmax([acc for acc, _ in finals]))
+    reference = finals[best][1]
+    # Pass 2: the same runs again (same seeds, bit-identical on a CPU), now with every epoch's similarity.
+    trajectories = map_grid(
+        functools.partial(
+            trajectory_run, data=data, num_classes=graph.num_classes, anchors=anchors, reference=reference
+        ),
+        configs,
+        progress=progress,
+        description="GCN grid, pass 2 (similarity per epoch)",
+    )
+    nc_seeds = [0, 1] if quick else [0, 1, 2, 3, 4]
+    nc_epochs = 100 if quick else 200
+    with Progress(disable=not progress, transient=True) as bar:
+        bar.add_task("node classification, relative vs absolute GCN", total=None)
+        scores = node_classification(data, graph.num_classes, anchors, nc_seeds, nc_epochs)
+    found = correlations(trajectories)
+
+    correlation_table = ResultTable(
+        f"Pearson r between validation accuracy and similarity to the best run ({len(configs)} GCN runs)",
+        ["correlation", "ours", "paper"],
+        [
+            ["per run over its epochs, mean over runs (the paper's score)", found["mean_per_run"], PAPER_PEARSON],
+            *(
+                [f"per run over its epochs, {name} runs only ({len(values)})", float(np.mean(values)), None]
+                for name, values in sorted(found["by_optimizer"].items())
+            ),
+            ["across runs, final epoch (one point per run)", found["across_runs"], None],
+            ["pooled over every (run, epoch)", found["pooled"], None],
+        ],
+        note=(
+            f"{len(found['per_run'])} of {len(configs)} runs have a defined per-run correlation. Paper: ~2,000 "
+            "GCN2/GIN models on Cora; its value is recalled from the paper, low confidence (methods §1)."
+        ),
+    )
+    finals_by_optimizer = {
+        name: [t["val_accuracy"][-1] for t in trajectories if t["config"]["optimizer"] == name] for name in OPTIMIZERS
+    }
+    training_table = ResultTable(
+        "Final validation accuracy of the grid's runs, by optimiser",
+        ["optimiser", "settings", "runs", "mean ± std", "min", "max"],
+        [
+            [name, ", ".join(f"{k} {v:g}" for k, v in OPTIMIZERS[name].items()), len(v), mean_std(v), min(v), max(v)]
+            for name, v in finals_by_optimizer.items()
+        ],
+        note=f"{graph.num_classes} topics: chance 1/{graph.num_classes}; the previous run used plain SGD at lr "
+        "0.01 as the second optimiser, whose runs barely left chance",
+    )
+    f1 = ResultTable(
+        f"Node classification on {graph.name}: test macro-F1, 2-layer GCN, absolute vs relative latents",
+        ["latent space", "macro-F1", "accuracy", "paper F1 (Cora)"],
+        [
+            [
+                kind,
+                mean_std([s["macro_f1"] for s in scores[kind]]),
+                mean_std([s["accuracy"] for s in scores[kind]]),
+                PAPER_F1[kind],
+            ]
+            for kind in ("relative", "absolute")
+        ],
+        note=f"mean ± std over seeds {nc_seeds}; relative: cosine to {NUM_ANCHORS} anchor nodes, LayerNorm + Linear",
+    )
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figure = out_dir / "similarity_vs_accuracy.png"
+    plot_scatter(trajectories, best, found["mean_per_run"], found["pooled"], graph.name, figure)
+    cora = bool(os.environ.get(PLANETOID_ENV))
+    return Report(
+        name="latent-similarity-proxy-graph",
+        title="Latent similarity as a proxy of performance: GCN grid on a real graph",
+        paper=PAPER,
+        setting={
+            "graph": (
+                f"{graph.name}: {graph.num_nodes} nodes, {graph.num_edges // 2} undirected edges, "
+                f"{graph.x.shape[1]} features (row-normalised), {graph.num_classes} classes"
+            ),
+            "split": "random nodes: 80% train, 10% validation, 10% test (seed 0)",
+            "anchors": f"{NUM_ANCHORS} random training nodes; relative = cosine of node embeddings to theirs",
+            "grid": (
+                f"{len(configs)} runs: "
+                + ", ".join(f"{k} {sorted({c[k] for c in configs})}" for k in configs[0])
+                + "; optimisers "
+                + "; ".join(f"{n}: " + ", ".join(f"{k} {v:g}" for k, v in s.items()) for n, s in OPTIMIZERS.items())
+                + "; GCNClassifier (GCN layers, ReLU, dropout; LayerNorm + Linear head), full batch, fit"
+            ),
+            "similarity": "mean over all nodes of cos(r_run,epoch(v), r_best(v)); best = highest final val accuracy",
+            "node classification": f"2-layer GCN, hidden 64, dropout 0.5, Adam 0.01, {nc_epochs} epochs, seeds "
+            f"{nc_seeds}",
+        },
+        differences=[
+            (
+                "Planetoid Cora (from $LATENTSTITCH_PLANETOID_ROOT)"
+                if cora
+                else "the BBC News k-NN document graph (real articles, TF-IDF 10-NN edges, bag-of-words features, "
+                f"5 topics) instead of Cora, which ships in no registry package (set ${PLANETOID_ENV} to a folder "
+                "with the Planetoid raw files to run on Cora)"
+            ),
+            f"{len(configs)} runs instead of ~2,000; plain GCN layers (1-2, ReLU) instead of GCN2Conv/GIN stacks of "
+            "32-64 layers; the grid varies width instead of activation",
+            "RMSprop instead of SGD as the second optimiser (both at lr 0.01): SGD, plain or with momentum, does not "
+            "learn this graph in 10-50 full-batch steps at any learning rate we tried (0.01-2), and runs stuck at "
+            "chance give a per-run correlation of noise; the paper's score is about runs that learn",
+            "the paper's network is absolute (a linear layer, GCN2/GIN stack, linear, L2 norm); here the relative "
+            "representation is taken of the last GCN layer's output, before the LayerNorm + Linear head",
+            "node-classification F1 is macro-F1 on a 10% random test split (the paper does not state its split)",
+        ]
+        + (
+            [
+                "--quick: 8 runs (2 seeds, 10 / 30 epochs, both optimisers, 2 layers, hidden 32); node classification: "
+                "2 seeds, 100 epochs"
+            ]
+            if quick
+            else []
+        ),
+        tables=[correlation_table, training_table, f1],
+        patterns=judge(patterns.patterns(), patterns.measure(found, trajectories, scores), quick=quick),
+        figures={"validation accuracy vs similarity to the best run": str(figure)},
+        numbers={
+            "per_run_pearson": found["per_run"],
+            "per_run_pearson_by_optimizer": found["by_optimizer"],
+            "mean_per_run_pearson": found["mean_per_run"],
+            "across_runs_pearson": found["across_runs"],
+            "pooled_pearson": found["pooled"],
+            "optimizers": OPTIMIZERS,
+            "best_run": configs[best],
+            "trajectories": trajectories,
+            "node_classification": scores,
+        },
+        seconds=time.perf_counter() - started,
+        quick=quick,
+    )
