@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from latentstitch.alignment import FunctionalMap, GeneralizedProcrustes, InverseRelativeProjection, UnpairedAlignment
 from latentstitch.bridge._relative import RelativeRoute
 from latentstitch.relative import SIMILARITIES
 from latentstitch.stitching import LatentTranslator, LeastSquares, LeastSquaresCV, Procrustes, ReducedRank, SparseLasso
@@ -161,4 +162,28 @@ register_route(
     family="relative",
     description="robust transform: each feature standardised on the anchors, then cosine (arXiv 2409.10967)",
     auto=True,
+)
+
+# --- latentstitch.alignment's estimators, as translation routes (tried when named) ----------------------------------
+register_route(
+    "inverse_relative",
+    InverseRelativeProjection,
+    description="cosines to the source anchors, inverted by least squares onto the normalised target anchors and "
+    "rescaled to the target's norms (Maiorca et al. 2024)",
+)
+register_route(
+    "generalized_procrustes",
+    GeneralizedProcrustes,
+    description="both sides rotated into one shared universe (generalised Procrustes), then out into the target",
+)
+register_route(
+    "functional_map",
+    FunctionalMap,
+    description="a map between the two k-NN graphs' Laplacian eigenbases, fitted on the anchors (Fumero et al. 2024)",
+)
+register_route(
+    "unpaired",
+    UnpairedAlignment,
+    description="mini-vec2vec (Dar 2025): k-means, quadratic assignment and Procrustes, ignoring which rows pair; "
+    "a baseline for what the pairs add",
 )
