@@ -90,10 +90,28 @@ def test_compare_prints_measures_and_refuses_meaningless_fitted_values(tmp_path,
     argv = ["compare", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "--quiet", "--json", str(tmp_path / "c.json")]
     assert main([*argv, "--measures", "linear_cka", "r2_linear", "mean_cca"]) == 0
     out = capsys.readouterr().out
-    assert "N = 40 items <= d = 64 features" in out
+    assert "N = 40 items <= d + 1 = 65" in out
     result = json.loads((tmp_path / "c.json").read_text())
     assert result["kind"] == "compare" and result["values"]["r2_linear"] is None  # never a meaningless 1.0
     assert 0 < result["values"]["linear_cka"] < 1
+
+
+def test_compare_permutations_tell_a_real_similarity_from_one_of_unpaired_rows(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(200, 10)).astype(np.float32)
+    np.save(tmp_path / "a.npy", x)
+    np.save(tmp_path / "related.npy", np.tanh(x @ rng.normal(size=(10, 6))).astype(np.float32))
+    np.save(tmp_path / "unrelated.npy", rng.normal(size=(200, 6)).astype(np.float32))
+    results = {}
+    for other in ("related", "unrelated"):
+        argv = ["compare", str(tmp_path / "a.npy"), str(tmp_path / f"{other}.npy"), "--quiet", "--permutations", "99"]
+        assert main([*argv, "--measures", "linear_cka", "mutual_knn", "--json", str(tmp_path / f"{other}.json")]) == 0
+        assert "p-value" in capsys.readouterr().out
+        results[other] = json.loads((tmp_path / f"{other}.json").read_text())["permutation_tests"]
+    for name in ("linear_cka", "mutual_knn"):
+        assert results["related"][name]["p_value"] == pytest.approx(0.01)  # beats all 99 shuffles: 1 / (99 + 1)
+        # unpaired rows: the calibrated value is the null's own spread (~0.01 at N = 200), far from a real one
+        assert abs(results["unrelated"][name]["calibrated"]) < 0.1 < results["related"][name]["calibrated"]
 
 
 def test_compare_subsamples_the_quadratic_measures(tmp_path, capsys):
@@ -150,6 +168,7 @@ def test_every_bad_input_is_one_line_with_exit_code_2(files, capsys, tmp_path):
         "the ids do not match",
     )
     _one_line_error(capsys, ["compare", new, old, "--measures", "nope"], "--measures", "unknown measure")
+    _one_line_error(capsys, ["compare", new, old, "--permutations", "-5"], "--permutations", "an integer >= 0")
     _one_line_error(
         capsys,
         ["bridge", "apply", str(folder / "nothing.safetensors"), new, "-o", str(tmp_path / "o.npy")],

@@ -1,10 +1,13 @@
 """Similarity indices between two embedding files of the same items (CKA, the CCA family, Procrustes, RSA, k-NN).
 
-    latentstitch compare A B [--measures linear_cka mutual_knn ...] [--json results.json]
+    latentstitch compare A B [--measures linear_cka mutual_knn ...] [--permutations 1000] [--json results.json]
 
 Rows are paired by order, or matched with --id-column. Each measure is printed with its kind (similarity or
 distance) and range. Fitted measures (R^2 of a linear fit, the CCA family) reach their "identical" end on any data
-once the items are no more than the features of a side (N <= d): for them a note replaces the meaningless value.
+once the items are no more than the features of a side plus one (N <= d + 1, ``similarity.is_trivial``): for them a
+note replaces the meaningless value. ``--permutations K`` adds, per measure, the p-value of a permutation test (B's
+rows shuffled K times: is A more alike B than with no pairing?) and the calibrated value (0 = the null's mean,
+1 = identical; ``similarity.permutation_test``).
 Measures that need N x N memory (RBF CKA, RSA) and mutual k-NN run on a random subset of --max-rows rows.
 """
 
@@ -13,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from latentstitch._cli import UsageError, output_file, positive_int
+from latentstitch._cli import UsageError, nonnegative_int, output_file, positive_int
 from latentstitch.commands._files import add_pair_arguments, add_run_options, pin_threads, read_pair
 
 HELP = "similarity indices between two embedding files of the same items"
@@ -37,7 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=5000,
         help="rows used by the N x N measures (rbf_cka, rsa, mutual_knn): a seeded random subset (default 5000)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of that subset (default 0)")
+    parser.add_argument(
+        "--permutations",
+        type=nonnegative_int,
+        default=0,
+        metavar="K",
+        help="also test each measure against K permutations of B's rows: p-value and calibrated value (default 0: "
+        "no test; 1000 gives p-values down to 0.001)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of that subset and of the permutations (default 0)")
     add_run_options(parser)
 
 
@@ -45,7 +56,14 @@ def main(args: argparse.Namespace) -> int:
     import numpy as np
 
     from latentstitch._tables import print_tables, table, write_json
-    from latentstitch.similarity import DEFAULT_MEASURES, MEASURES, SAME_SPACE_MEASURES, get_measure
+    from latentstitch.similarity import (
+        DEFAULT_MEASURES,
+        MEASURES,
+        SAME_SPACE_MEASURES,
+        get_measure,
+        is_trivial,
+        permutation_test,
+    )
 
     report_path = None if args.json is None else output_file(args.json, "--json")
     if args.measures is not None:
@@ -59,37 +77,53 @@ def main(args: argparse.Namespace) -> int:
     subset = None
     if n > args.max_rows and any(name in QUADRATIC for name in names):
         subset = np.sort(np.random.default_rng(args.seed).choice(n, args.max_rows, replace=False))
-    rows, values, notes = [], {}, []
+    rows, values, tests, notes = [], {}, {}, []
     for name in names:
         spec = get_measure(name)
-        note, value = "", None
+        note, value, test = "", None, None
         if spec.same_space and widths[0] != widths[1]:
             note = f"compares rows in one space; the widths differ ({widths[0]} vs {widths[1]})"
-        elif spec.trivial_when_n_le_d and n <= max(widths):
+        elif is_trivial(spec, n, *widths):
             note = (
-                f"not shown: with N = {n} items <= d = {max(widths)} features this fitted measure reaches "
-                "'identical' on any data; use more items than features"
+                f"not shown: with N = {n} items <= d + 1 = {max(widths) + 1} this fitted measure reaches "
+                "'identical' on any data; use more items than features + 1"
             )
         elif n < spec.min_samples:
             note = f"needs at least {spec.min_samples} items, got {n}"
         else:
             rows_a, rows_b = (a, b) if subset is None or name not in QUADRATIC else (a[subset], b[subset])
             try:
-                value = float(spec(rows_a, rows_b))
+                if args.permutations:
+                    test = permutation_test(rows_a, rows_b, name, permutations=args.permutations, seed=args.seed)
+                    value = test.value
+                else:
+                    value = float(spec(rows_a, rows_b))
             except ValueError as error:  # e.g. a constant representation: undefined for this measure
                 note = "undefined here: " + " ".join(str(error).split())
             if value is not None and subset is not None and name in QUADRATIC:
                 note = f"on a random {len(subset)} of the {n} items (--max-rows)"
         values[name] = value
         low, high = spec.value_range
-        rows.append([name, value, spec.kind, f"[{low:g}, {high:g}]", note])
+        row = [name, value, spec.kind, f"[{low:g}, {high:g}]"]
+        if args.permutations:
+            tests[name] = None if test is None else {"p_value": test.p_value, "calibrated": test.calibrated}
+            row += [None, None] if test is None else [test.p_value, test.calibrated]
+        rows.append([*row, note])
     notes.append(f"N = {n} paired items; A has {widths[0]} features, B has {widths[1]}")
+    columns = ["measure", "value", "kind", "range"]
+    if args.permutations:
+        columns += ["p-value", "calibrated"]
+        notes.append(
+            f"p-value: (1 + the shuffles of B's rows at least as alike as the data) / (1 + {args.permutations}); the "
+            f"smallest possible is {1 / (args.permutations + 1):.2g}. calibrated: 0 = as alike as unpaired rows, "
+            "1 = identical"
+        )
     result = table(
         "Similarity of the two embeddings (latentstitch.similarity)",
-        ["measure", "value", "kind", "range", "note"],
+        [*columns, "note"],
         rows,
         "similarity: larger = more alike; distance: smaller = more alike. Conventions of each measure: "
-        "latentstitch.similarity.MEASURES[name].",
+        "latentstitch.similarity.MEASURES, by name.",
     )
     print("\n".join(f"read {line}" for line in described))
     print_tables([result], notes)
@@ -100,6 +134,7 @@ def main(args: argparse.Namespace) -> int:
             "tables": [result],
             "notes": notes,
             "values": values,
+            **({"permutation_tests": tests, "permutations": args.permutations} if args.permutations else {}),
             "n": n,
             "features": list(widths),
             "files": described,
