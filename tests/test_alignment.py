@@ -74,6 +74,23 @@ def test_inverse_relative_projection_equals_an_independent_derivation():
     np.testing.assert_allclose(model.decode(relative), expected, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("rescale", ["mean", "relative", "none"])
+@pytest.mark.parametrize("scale", [1e-200, 1e200])
+def test_inverse_relative_projection_is_exact_at_extreme_magnitudes(rescale, scale, device):
+    """Norms whose squares overflow or underflow float64 (1e200, 1e-200): the map scales with its data, its
+    translation of s * x is s times that of x; with rescale="none" (uncentred, so no target mean is added to the
+    unit directions) it is the same unit direction."""
+    rng = np.random.default_rng(0)
+    s, t, x = rng.standard_normal((30, 6)) + 1.0, rng.standard_normal((30, 5)), rng.standard_normal((7, 6)) + 1.0
+    options = {"rescale": rescale, "center": rescale != "none"}
+    unit = InverseRelativeProjection(**options).fit(s, t).transform(x)
+    to = lambda a: torch.from_numpy(a * scale).to(device)  # noqa: E731
+    got = InverseRelativeProjection(**options).fit(to(s), to(t)).transform(to(x)).cpu().numpy()
+    assert np.isfinite(got).all()
+    degree = 0 if rescale == "none" else 1
+    np.testing.assert_allclose(got / scale**degree, unit, rtol=1e-9, atol=1e-9)
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_inverse_relative_projection_score_flags_shuffled_anchors(seed):
     x = anisotropic(200, 20, seed)

@@ -18,10 +18,12 @@ from latentstitch._validation import (
     check_nonnegative,
     check_same_rows,
     match_reference,
+    power_of_two_scale,
     wrap_like,
 )
 from latentstitch.alignment._common import gram_agreement, space, unit_rows
 from latentstitch.relative import relative_projection
+from latentstitch.relative._similarities import _row_norms
 
 RESCALES = ("mean", "relative", "none")
 
@@ -118,8 +120,8 @@ class InverseRelativeProjection(Persistable, BaseEstimator):
         self.decoder_ = wrap_like((u[:, keep] * inverse) @ vh[keep], source_anchors)
         self.source_mean_ = wrap_like(mean_s, source_anchors)
         self.target_mean_ = wrap_like(mean_t, source_anchors)
-        self.source_norm_ = float(torch.linalg.vector_norm(centred_s, dim=1).mean())
-        self.target_norm_ = float(torch.linalg.vector_norm(centred_t, dim=1).mean())
+        self.source_norm_ = _mean_norm(centred_s, "source_anchors")
+        self.target_norm_ = _mean_norm(centred_t, "target_anchors")
         self.rank_ = rank
         self.n_features_in_, self.n_features_out_ = s.shape[1], t.shape[1]
         self.score_ = gram_agreement(centred_s, centred_t) if s.shape[0] >= 3 else float("nan")
@@ -137,7 +139,7 @@ class InverseRelativeProjection(Persistable, BaseEstimator):
         norms = None
         if self.rescale == "relative":
             shift = match_reference(as_float_tensor(self.source_mean_, "source_mean_"), xt, "source_mean_", "x")
-            norms = torch.linalg.vector_norm(xt - shift, dim=1, keepdim=True) / self.source_norm_
+            norms = _row_norms(xt - shift, "x", 0.0) / self.source_norm_  # exact at any magnitude; 0 at the mean
         return wrap_like(self._decode(relative, norms), x)
 
     def decode(self, relative: ArrayLike) -> ArrayLike:
@@ -175,3 +177,11 @@ class InverseRelativeProjection(Persistable, BaseEstimator):
             )
         if tuple(self.source_mean_.shape) != (self.n_features_in_,) or tuple(self.target_mean_.shape) != (d_t,):
             raise ValueError("source_mean_ / target_mean_ have the wrong length")
+
+
+def _mean_norm(rows: torch.Tensor, name: str) -> float:
+    """The mean Euclidean norm of the rows, exact at any magnitude whose mean float64 represents (squares of
+    1e200-sized rows would overflow, those of 1e-200-sized ones underflow)."""
+    norms = _row_norms(rows, name, None)
+    scale = power_of_two_scale(norms.amax())  # the mean of norms scaled into [0.5, 1) cannot overflow
+    return float((norms * scale).mean() / scale)

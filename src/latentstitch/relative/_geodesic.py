@@ -32,7 +32,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from latentstitch._validation import as_float_tensor, check_bool, check_positive_int, check_same_width, to_numpy
+from latentstitch._validation import (
+    as_float_tensor,
+    check_bool,
+    check_positive_int,
+    check_same_width,
+    power_of_two_scale,
+    to_numpy,
+)
 from latentstitch.invariance import ISOTROPIC_SCALE, ORTHOGONAL, TRANSLATION
 from latentstitch.relative._similarities import register_similarity
 
@@ -50,6 +57,7 @@ class GeodesicGraph:
     n_neighbors: int
     scale: float
     components: int  # connected pieces of the k-NN graph before they were joined
+    largest: torch.Tensor | None = None  # 0-d: the largest magnitude of a node coordinate, on the nodes' device
 
 
 def geodesic_graph(
@@ -73,7 +81,12 @@ def geodesic_graph(
     m, total = anchors.shape[0], nodes.shape[0]
     if total < 2:
         raise ValueError("anchors: a geodesic graph needs at least 2 nodes; give more anchors or graph_points")
-    points64 = to_numpy(nodes.detach().cpu().double(), "anchors")
+    # Lengths are measured in units where the largest coordinate lies in [0.5, 1) (an exact power-of-two scaling):
+    # squared distances of 1e200-sized or 1e-200-sized points neither overflow nor underflow.
+    nodes64 = nodes.detach().cpu().double()
+    largest = nodes.detach().abs().amax()
+    to_unit = float(power_of_two_scale(largest.cpu().double()))
+    points64 = to_numpy(nodes64 * to_unit, "anchors")
     k = min(k, total - 1)  # a node has at most total - 1 neighbours: the graph is then complete
     distances, neighbours = NearestNeighbors(n_neighbors=k + 1).fit(points64).kneighbors(points64)
     # Drop each node itself (distance 0; with duplicate points it may not come first, so filter by index).
@@ -97,14 +110,15 @@ def geodesic_graph(
             stacklevel=5,
         )
     paths = dijkstra(graph.tocsr(), directed=False, indices=np.arange(m))  # (m, V)
-    scale = 1.0
+    unit = to_unit  # the paths' unit, in data units: paths / unit are data lengths
     if normalize:
         positive = paths[paths > 0]
         if positive.size == 0:
             raise ValueError("anchors: every node is the same point, so geodesic distances have no scale")
-        scale = float(np.median(positive))
-    to_anchors = torch.from_numpy(paths.T / scale).to(device=anchors.device, dtype=anchors.dtype)
-    return GeodesicGraph(nodes.detach(), to_anchors, k, scale, components)
+        unit = float(np.median(positive))
+    to_anchors = torch.from_numpy(paths.T / unit).to(device=anchors.device, dtype=anchors.dtype)
+    scale = unit / to_unit if normalize else 1.0  # the median graph distance in data units
+    return GeodesicGraph(nodes.detach(), to_anchors, k, scale, components, largest)
 
 
 def _closest_pair(points: np.ndarray, inside: np.ndarray, outside: np.ndarray) -> tuple[int, int, float]:
@@ -156,16 +170,21 @@ def geodesic(
     nodes, k = graph.nodes, graph.n_neighbors
     m = graph.to_anchors.shape[1]
     step = max(1, _BLOCK_ELEMENTS // max(nodes.shape[0], k * max(m, x.shape[1])))
-    squared = nodes.detach().double().pow(2).sum(dim=1)
+    largest = nodes.detach().abs().amax() if graph.largest is None else graph.largest
     out = [x.new_zeros((0, m))]
     for start in range(0, x.shape[0], step):
         block = x[start : start + step]
+        # Each block and the nodes are measured in units where the largest coordinate of either lies in [0.5, 1)
+        # (an exact power-of-two scaling, on the device: no sync), so that no square overflows or underflows.
+        to_unit = power_of_two_scale(torch.maximum(block.detach().abs().amax(), largest.to(block.dtype)))
+        scaled_nodes = nodes * to_unit
         with torch.no_grad():  # which nodes are nearest: the fast |x|^2 - 2<x, v> + |v|^2 form, in float64
-            b64 = block.detach().double()
-            approximate = b64.pow(2).sum(dim=1, keepdim=True) - 2 * b64 @ nodes.detach().double().T + squared
+            b64, n64 = (block.detach() * to_unit).double(), scaled_nodes.detach().double()
+            approximate = b64.pow(2).sum(dim=1, keepdim=True) - 2 * b64 @ n64.T + n64.pow(2).sum(dim=1)
             index = torch.topk(approximate, k, dim=1, largest=False).indices
-        # their exact lengths, from the differences (differentiable; 0 for a sample that is a node)
-        lengths = torch.linalg.vector_norm(block.unsqueeze(1) - nodes[index], dim=2)
-        through = lengths.unsqueeze(2) / graph.scale + graph.to_anchors[index]  # (rows, k, m)
+        # their exact lengths, from the differences (differentiable; 0 for a sample that is a node), brought back to
+        # data units by the division by to_unit
+        lengths = torch.linalg.vector_norm(block.unsqueeze(1) * to_unit - scaled_nodes[index], dim=2)
+        through = lengths.unsqueeze(2) / (to_unit.double() * graph.scale) + graph.to_anchors[index]  # (rows, k, m)
         out.append(through.amin(dim=1))
     return torch.cat(out) if len(out) > 2 else out[-1]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from latentstitch._backend import matmul
-from latentstitch._validation import check_nonnegative
+from latentstitch._validation import check_nonnegative, power_of_two_scale
 from latentstitch.invariance import INVERTIBLE_LINEAR, TRANSLATION
 from latentstitch.relative._similarities import _row_norms, register_similarity
 
@@ -34,10 +34,17 @@ def _whitened_prepare(anchors: torch.Tensor, shrinkage: float = 0.0, cosine: boo
     if shrinkage > 1:
         raise ValueError(f"shrinkage: expected a number in [0, 1], got {shrinkage}")
     m, d = anchors.shape
-    # Statistics and eigendecomposition in float64: the small eigenvalues are the ones whitening amplifies.
+    # Statistics and eigendecomposition in float64: the small eigenvalues are the ones whitening amplifies. They are
+    # taken in units where the largest anchor coordinate, then the largest centred one, lies in [0.5, 1): scaling by
+    # powers of two is exact, and the covariance of 1e200-sized (1e-200-sized) anchors neither overflows nor
+    # underflows. With ``scale`` the product of both, the covariance is ``scale^2`` times the one computed.
     a64 = anchors.detach().double()
+    to_unit = power_of_two_scale(a64.abs().amax())
+    a64 = a64 * to_unit
     mean = a64.mean(dim=0)
     centred = a64 - mean
+    spread = power_of_two_scale(centred.abs().amax())
+    centred = centred * spread
     covariance = centred.T @ centred / m
     if shrinkage:  # Ledoit-Wolf-style shrinkage towards the scaled identity (no longer exactly affine-invariant)
         covariance = (1 - shrinkage) * covariance + shrinkage * covariance.trace() / d * torch.eye(d, dtype=a64.dtype)
@@ -54,9 +61,9 @@ def _whitened_prepare(anchors: torch.Tensor, shrinkage: float = 0.0, cosine: boo
             "invariant to affine maps of that span, not of the whole space; use more anchors or shrinkage > 0",
             stacklevel=4,
         )
-    # Sigma^-1/2 restricted to the span (up to a rotation, which the inner product ignores)
-    transform = (eigenvectors[:, keep] / eigenvalues[keep].sqrt()).to(anchors.dtype)
-    mean = mean.to(anchors.dtype)
+    # Sigma^-1/2 restricted to the span (up to a rotation, which the inner product ignores), back in data units
+    transform = (eigenvectors[:, keep] / eigenvalues[keep].sqrt() * spread * to_unit).to(anchors.dtype)
+    mean = (mean / to_unit).to(anchors.dtype)
     # A gradient with respect to the anchors flows through (anchors - mean); the statistics count as constants.
     whitened = matmul(anchors - mean, transform)
     if cosine:  # likewise an anchor at the mean gets similarity 0 to every sample
