@@ -27,6 +27,7 @@ from contract_registry import (
     MEASURES,
     MODULES,
     PROPAGATE_NAN,
+    REQUIRED_ROW_OPTIONS,
     SCALE_SAFETY_ESTIMATORS,
     SIMILARITIES,
     STREAMING,
@@ -163,6 +164,13 @@ def measure_case(
     else:
         inputs = (convert(xs, container, dtype), convert(ys, container, dtype))
     options = dict([option]) if option is not None else {}
+    # row options the measure needs: a third representation of the same samples (rows follow x's), in the
+    # container and dtype of x; the reference gets the same rows in float64
+    reference_options: dict[str, Any] = {}
+    for row_option in REQUIRED_ROW_OPTIONS.get(name, ()):
+        rows = data_pair(max(n, 1), 3, 3, seed=7)[0][:n]
+        reference_options[row_option] = rows
+        options.setdefault(row_option, convert(rows, container, dtype))
 
     label = ",".join(
         part
@@ -206,7 +214,8 @@ def measure_case(
         check = finite_in(low, high)  # a value in range, or a clear error (zero variance)
     else:
         check = all_of(
-            finite_in(low, high), close_to(lambda: float(spec(reference_x, clean_y)), rtol=0, atol=max(tol, 1e-9))
+            finite_in(low, high),
+            close_to(lambda: float(spec(reference_x, clean_y, **reference_options)), rtol=0, atol=max(tol, 1e-9)),
         )
     return Case(
         "measure",
@@ -248,14 +257,25 @@ def _stream(name: str, **options: Any) -> Any:
     from latentstitch import similarity
 
     base_options, _, _ = STREAMING[name]
-    return getattr(similarity, name.split("(")[0])(**{**base_options, **options})
+    options = {**base_options, **options}
+    if isinstance(options.get("stream"), str) and options["stream"].startswith("Streaming"):
+        options["stream"] = _stream(options["stream"])  # a bootstrap's template: a fresh stream of that name
+    return getattr(similarity, name.split("(")[0])(**options)
 
 
 def _run_stream(name: str, chunks: list[tuple[Any, Any]], options: dict) -> float:
+    from latentstitch.similarity import BootstrapCI
+
     stream = _stream(name, **options)
     for x, y in chunks:
         stream.update(x, y)
-    return stream.compute()
+    result = stream.compute()
+    if isinstance(result, BootstrapCI):
+        # the bootstrap's value is the stream's, and its interval a finite, ordered one
+        if not (math.isfinite(result.low) and math.isfinite(result.high) and result.low <= result.high):
+            return math.nan  # fails the check
+        return result.value
+    return result
 
 
 def streaming_cases(name: str) -> list[Case]:

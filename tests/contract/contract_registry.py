@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 NAN, INF = math.nan, math.inf
 
 # Bad values every positive count / size / period must refuse, and every flag.
@@ -17,6 +19,7 @@ BAD_FLAGS = ["yes", 2, None]
 BAD_POSITIVE = [0.0, -1.0, NAN, INF, "1"]  # eps, bandwidth, learning rates, temperatures
 BAD_NONNEGATIVE = [-1.0, NAN, INF, "0.1"]  # regularisation strengths, tolerances
 BAD_SEEDS = [-1, 2.5, "0", 2**40]
+BAD_NEIGHBOURS = [*BAD_COUNTS, 40]  # neighbour counts: also as many neighbours as the 40 samples
 
 # --- similarity measures (names in latentstitch.similarity.MEASURES) and the bad values of their options -------
 MEASURES: dict[str, dict[str, list]] = {
@@ -36,7 +39,28 @@ MEASURES: dict[str, dict[str, list]] = {
     "jaccard_at_k": {"k": BAD_COUNTS},
     "mrr": {"k": BAD_COUNTS},
     "matched_cosine": {},
+    "aligned_cosine": {},
+    "cknna": {"k": BAD_NEIGHBOURS, "normalize": BAD_FLAGS},
+    "correlation_match": {"soft": BAD_FLAGS},
+    "cycle_knn": {"k": BAD_NEIGHBOURS},
+    # the confounder is a row option (one row per sample): wrong rows, NaN, constant, missing, not an array
+    "deconfounded_cka": {
+        "confounder": [np.ones((39, 3)), np.full((40, 3), NAN), np.zeros((40, 3)), None, "inputs", np.ones(40)]
+    },
+    "distance_correlation": {},
+    "eigenspace_overlap": {},
+    "ensd": {},
+    "gulp": {"ridge": BAD_NONNEGATIVE},
+    "knn_jaccard": {"k": BAD_NEIGHBOURS},
+    "permutation": {"score": ["cosine", None, 1]},
+    "pnka": {"pointwise": BAD_FLAGS},
+    "rank_similarity": {"k": BAD_NEIGHBOURS},
+    "second_order_cosine": {"k": BAD_NEIGHBOURS},
+    "soft_correlation_match": {"soft": BAD_FLAGS},
 }
+# Options a measure cannot go without, built by contract_grid for each input: the row options (one row per sample,
+# following x's rows: a confounder of the same 40 samples).
+REQUIRED_ROW_OPTIONS: dict[str, tuple[str, ...]] = {"deconfounded_cka": ("confounder",)}
 # Measures registered but deliberately not covered (none): a registered measure missing from both lists fails
 # tests/contract/test_contract_registry.py, so that new measures join the contract.
 NOT_COVERED_MEASURES: list[str] = []
@@ -51,6 +75,25 @@ STREAMING: dict[str, tuple[dict, str, dict[str, list]]] = {
     "StreamingPWCCA": ({}, "pwcca", {"rtol": [-1.0, NAN]}),
     "StreamingProcrustes": ({}, "procrustes_distance", {"metric": ["euclidean"]}),
     "StreamingMinibatchCKA": ({}, "minibatch_cka", {}),
+    "StreamingCorrelationMatch": ({}, "correlation_match", {"soft": BAD_FLAGS}),
+    "StreamingCorrelationMatch(soft)": ({"soft": True}, "soft_correlation_match", {}),
+    "StreamingENSD": ({}, "ensd", {"device": ["gpu0", 3]}),
+    "StreamingEigenspaceOverlap": ({}, "eigenspace_overlap", {"device": ["gpu0"]}),
+    "StreamingGULP": ({}, "gulp", {"ridge": BAD_NONNEGATIVE}),
+    "StreamingPermutation": ({}, "permutation", {"score": ["cosine", None]}),
+    # the bootstrap of a stream: its value is the stream's (the interval around it is checked too)
+    "StreamingBootstrap": (
+        {"stream": "StreamingCKA", "replicates": 20},
+        "linear_cka",
+        {
+            "stream": [None, "linear_cka"],
+            "replicates": [0, 1, 2.5, "20"],
+            "seed": BAD_SEEDS,
+            "level": [0.0, 1.0, NAN, "0.9"],
+            "interval": ["bca", None],
+            "scheme": ["jackknife"],
+        },
+    ),
 }
 
 # --- estimators (latentstitch._persist.Persistable classes): name -> settings --------------------------------------
