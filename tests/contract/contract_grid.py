@@ -852,13 +852,35 @@ def _fit(name: str, inputs: tuple, changes: dict) -> Any:
     return make_estimator(name, **changes).fit(*inputs)
 
 
+def _output(name: str, fitted: Any, x: Any) -> Any:
+    """What a fitted estimator gives for ``x``: ``transform`` (or the method its entry names)."""
+    return getattr(fitted, ESTIMATORS[name].get("method", "transform"))(x)
+
+
 def _fit_transform(name: str, inputs: tuple, x: Any, changes: dict) -> Any:
-    return make_estimator(name, **changes).fit(*inputs).transform(x)
+    return _output(name, make_estimator(name, **changes).fit(*inputs), x)
 
 
 def _estimator_reference(name: str, a: np.ndarray, b: np.ndarray | None, x: np.ndarray) -> np.ndarray:
     inputs = (a, b) if ESTIMATORS[name]["paired"] else (a,)
-    return np.asarray(make_estimator(name).fit(*inputs).transform(x))
+    return np.asarray(_output(name, make_estimator(name).fit(*inputs), x))
+
+
+def class_labels(b: np.ndarray) -> np.ndarray:
+    """Three classes from a related representation (the argmax of its first three columns), as int64."""
+    return np.argmax(b[:, :3], axis=1).astype(np.int64) if b.shape[0] else np.zeros(0, dtype=np.int64)
+
+
+def _convert_labels(labels: np.ndarray, container: str) -> Any:
+    if container == "list":
+        return labels.tolist()
+    return torch.from_numpy(labels) if container == "torch" else labels
+
+
+def fit_pair(name: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Fit data of an estimator test: x (n, 6) and its second argument (b (n, 5), or class labels)."""
+    a, b = data_pair(n, 6, 5)
+    return (a, class_labels(b)) if ESTIMATORS[name].get("labels") else (a, b)
 
 
 def estimator_case(
@@ -875,13 +897,16 @@ def estimator_case(
     paired = settings["paired"]
     n = {"n0": 0, "n1": 1, "n_min": 3}.get(shape, 40)
     a, b = data_pair(n, 6, 5, seed=2)
+    labels = settings.get("labels", False)
+    if labels:
+        b = class_labels(b)  # class labels: no NaN/inf to place, and no rescaling
     a = a * np.linspace(0.5, 2.0, 6) + 1.0
     if value == "constant_x":
         a[:, 1] = 3.0
     clean_a, clean_b = a.copy(), b.copy()
     if value == "nan_x" and n > 3:
         a[3, 1] = np.nan
-    elif value == "inf_y" and n > 3:
+    elif value == "inf_y" and n > 3 and not labels:
         b[3, 0] = np.inf
     if shape == "one_d":
         a = a[:, 0]
@@ -889,13 +914,14 @@ def estimator_case(
         b = b[:-1]
     elif shape == "five_d":
         a = a.reshape(n, 1, 1, 2, 3)
-    a_in, b_in = convert(a * scale, container, dtype), convert(b * scale, container, dtype)
+    a_in = convert(a * scale, container, dtype)
+    b_in = _convert_labels(b, container) if labels else convert(b * scale, container, dtype)
     inputs = (a_in, b_in) if paired else (a_in,)
     names = ["a", "b", "a, b", "a and b", "anchors", "x", *settings.get("arguments", ())]
     invalid = not is_float(container, dtype)
     if shape in ("n0", "one_d", "five_d") or (shape == "rows_mismatch" and paired and settings.get("same_rows", True)):
         invalid = True
-    if n > 3 and (value == "nan_x" or (value == "inf_y" and paired)):
+    if n > 3 and (value == "nan_x" or (value == "inf_y" and paired and not labels)):
         invalid = True
     changes: dict = {}
     if option is not None:
@@ -940,22 +966,22 @@ def estimator_case(
 
 
 def _transform_unfitted(name: str, x: Any) -> Any:
-    return make_estimator(name).transform(x)
+    return _output(name, make_estimator(name), x)
 
 
 def _transform_width(name: str) -> Any:
-    a, b = data_pair(20, 6, 5)
+    a, b = fit_pair(name, 20)
     fitted = make_estimator(name).fit(a, b) if ESTIMATORS[name]["paired"] else make_estimator(name).fit(a)
-    return fitted.transform(a[:, :4])
+    return _output(name, fitted, a[:, :4])
 
 
 def _to_torch(name: str, dtype: Any) -> Any:
-    a, b = data_pair(20, 6, 5)
+    a, b = fit_pair(name, 20)
     return make_estimator(name).fit(a, b).to_torch(dtype)
 
 
 def _save_to_missing_folder(name: str, folder: str) -> Any:
-    a, b = data_pair(20, 6, 5)
+    a, b = fit_pair(name, 20)
     fitted = make_estimator(name).fit(a, b) if ESTIMATORS[name]["paired"] else make_estimator(name).fit(a)
     fitted.save(Path(folder) / "missing" / "model.safetensors")
 
@@ -992,7 +1018,7 @@ def estimator_cases(name: str) -> list[Case]:
             name,
             "transform of the wrong width",
             functools.partial(_transform_width, name),
-            names=("x",),
+            names=("x", *settings.get("arguments", ())),
             valid=False,
         )
     )

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 from contract_cases import Case, cli_outcome, close_to, finite_in, output_check
-from contract_grid import SCRATCH, data_pair, make_estimator
+from contract_grid import SCRATCH, fit_pair, make_estimator
 from contract_registry import BAD_COUNTS, BAD_SEEDS, CLI, ESTIMATORS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -143,7 +143,7 @@ def _apply_change(change: Callable[[dict, dict], None], path: Path) -> Path:
 
 
 def _fitted_file(name: str, folder: Path) -> Path:
-    a, b = data_pair(30, 6, 5)
+    a, b = fit_pair(name, 30)
     fitted = make_estimator(name).fit(a, b) if ESTIMATORS[name]["paired"] else make_estimator(name).fit(a)
     path = folder / f"{name}.safetensors"
     fitted.save(path)
@@ -157,7 +157,7 @@ def _load_estimator(name: str, path: Path) -> Any:
 
 
 def _learned_arrays(name: str) -> list[tuple[str, bool]]:
-    a, b = data_pair(30, 6, 5)
+    a, b = fit_pair(name, 30)
     fitted = make_estimator(name).fit(a, b) if ESTIMATORS[name]["paired"] else make_estimator(name).fit(a)
     return [
         (k, torch.as_tensor(v).is_floating_point())

@@ -103,8 +103,9 @@ STREAMING: dict[str, tuple[dict, str, dict[str, list]]] = {
 # True): the fit is a deterministic function of the data, so other dtypes and containers must match the float64
 # result (False for a randomised search such as an unpaired alignment on unrelated data: any finite map is right);
 # scale: k such that fitting and transforming inputs scaled by s scales the output by s**k (None: not
-# equivariant, e.g. an absolute L1 strength); maps: an affine map with to_torch. An estimator is found by its class
-# name among latentstitch._persist's registered classes: adding its entry here is all it takes.
+# equivariant, e.g. an absolute L1 strength); maps: an affine map with to_torch; labels: fit(x, labels) takes class
+# labels as its second argument; method: the method read after fit (default transform). An estimator is found by
+# its class name among latentstitch._persist's registered classes: adding its entry here is all it takes.
 ESTIMATORS: dict[str, dict] = {
     "LeastSquares": {
         "params": {},
@@ -137,6 +138,7 @@ ESTIMATORS: dict[str, dict] = {
     "LatentTranslator": {
         "params": {},
         "bad": {"standardize": BAD_FLAGS, "stitcher": ["procrustes", 3]},
+        "arguments": ("source", "target"),
         "paired": True,
         "scale": 1,
         "maps": True,
@@ -194,6 +196,59 @@ ESTIMATORS: dict[str, dict] = {
         "same_rows": False,
         "scale": 1,
         "maps": True,
+    },
+    # latentstitch.stitching: ridge least squares with the ridge chosen by cross-validation (relative ridge units)
+    "LeastSquaresCV": {
+        "params": {"folds": 3},
+        "bad": {
+            "ridges": [[-1.0], [NAN], [], "0.1", [None]],
+            "folds": [0, 1, 2.5, "3", 41],
+            "seed": BAD_SEEDS,
+            "bias": BAD_FLAGS,
+        },
+        # too few rows for the folds: the error names the fold count to lower (or asks for more rows)
+        "arguments": ("folds",),
+        "paired": True,
+        "scale": 1,
+        "maps": True,
+    },
+    # latentstitch.bridge
+    "Bridge": {
+        "params": {"cv": 2},
+        "bad": {
+            "routes": ["no_such_route", 3, [], [3]],
+            "cv": [0, 1, 2.5, "2", 20],
+            "seed": BAD_SEEDS,
+            "budget": [[1], "50", 3, [0]],
+        },
+        "arguments": ("source", "target", "cv"),  # cv: too few anchors for the folds
+        "paired": True,
+        "scale": 1,
+        "maps": False,
+    },
+    "RelativeRoute": {
+        "params": {},
+        "bad": {
+            "similarity": ["cos", None],
+            "center": BAD_FLAGS,
+            "robust": BAD_FLAGS,
+            "spread_floor": [-0.1, 1.0, NAN, "0.001"],
+        },
+        "arguments": ("source", "target"),
+        "paired": True,
+        "scale": 0,
+        "maps": False,
+    },
+    # a classifier: fit(x, labels) on class labels, read through decision_function (class scores of standardised x)
+    "LinearHead": {
+        "params": {},
+        "bad": {"C": BAD_POSITIVE, "max_iter": BAD_COUNTS},
+        "arguments": ("x", "labels"),
+        "labels": True,
+        "method": "decision_function",
+        "paired": True,
+        "scale": 0,
+        "maps": False,
     },
 }
 # The estimator classes whose fits run on the kernels of issue 21 (moments and solves): their overflow/underflow
