@@ -24,6 +24,8 @@ import torch
 from contract_cases import SCALE_SAFETY, Case, all_of, as_array, close_to, finite_in
 from contract_registry import (
     ESTIMATORS,
+    FIXED_BATCH,
+    INPUT_NAMES,
     MEASURES,
     MODULES,
     PROPAGATE_NAN,
@@ -1092,6 +1094,19 @@ def build_module(name: str, **changes: Any) -> Any:
     if name == "AbsoluteHead":
         options = {"in_features": 6, "num_classes": 3, **changes}
         return models.AbsoluteHead(options.pop("in_features"), options.pop("num_classes"), **options)
+    if name == "LearnedAnchors":
+        options = {"num_anchors": 4, "pool_size": 16, **changes}
+        return relative.LearnedAnchors(options.pop("num_anchors"), options.pop("pool_size"), **options)
+    if name == "MultiLayerRelativeProjection":  # two layers: the batch, and a narrower view of it
+        options = {"num_layers": 2, "num_anchors": 8, "anchors": [anchors, anchors[:, :4]], **changes}
+        return relative.MultiLayerRelativeProjection(options.pop("num_layers"), options.pop("num_anchors"), **options)
+    if name == "ProductOfInvariances":
+        return relative.ProductOfInvariances(**{"anchors": anchors, **changes})
+    if name == "SpaceAggregation":  # two relative spaces of 6 anchors
+        options = {"num_anchors": 6, "num_spaces": 2, **changes}
+        return relative.SpaceAggregation(options.pop("num_anchors"), options.pop("num_spaces"), **options)
+    if name == "RelativeConnector":  # relative to 8 anchors of width 6, decoded to 5 features
+        return stitching.RelativeConnector(anchors, _tensor(8, 5, seed=4), _tensor(5, seed=5), **changes)
     raise KeyError(name)
 
 
@@ -1105,6 +1120,10 @@ def forward(name: str, module: Any, x: torch.Tensor) -> Any:
         n = x.shape[0]
         edges = torch.stack([torch.arange(n), torch.roll(torch.arange(n), 1)])
         return module(x, edges)
+    if name == "MultiLayerRelativeProjection":
+        return module([x, x[:, :4]])
+    if name == "SpaceAggregation":  # the batch read as a relative space of 6 anchors, and a second one
+        return module([x, x.flip(1) * 2])
     return module(x)
 
 
@@ -1160,13 +1179,15 @@ def module_cases(name: str) -> list[Case]:
                 )
             )
     batch_statistics = name in ("RobustRelativeProjection", "BatchInstanceNorm", "RelativeHead", "AbsoluteHead")
+    batch_statistics = batch_statistics or name in FIXED_BATCH
+    inputs = ("x", "latents", "embeddings", *([INPUT_NAMES[name]] if name in INPUT_NAMES else []))
     cases.append(
         Case(
             "module",
             name,
             "train batch of 1",
             functools.partial(_build_and_forward, name, {}, 1, True),
-            names=("x", "latents", "embeddings"),
+            names=inputs,
             valid=not batch_statistics,
             check=_finite_output,
         )
@@ -1178,7 +1199,7 @@ def module_cases(name: str) -> list[Case]:
             name,
             "NaN input",
             functools.partial(_build_and_forward, name, {}, 16, True, _with_nan),
-            names=("x", "latents", "embeddings"),
+            names=inputs,
             valid=propagates,
             check=_propagated_nan if propagates else None,
         )
@@ -1189,7 +1210,7 @@ def module_cases(name: str) -> list[Case]:
             name,
             "int64 input",
             functools.partial(_build_and_forward, name, {}, 16, False, _as_int),
-            names=("x", "latents", "embeddings"),
+            names=inputs,
             valid=False,
         )
     )

@@ -305,12 +305,36 @@ MODULES: dict[str, dict[str, list]] = {
     "GCNClassifier": {"hidden": [0], "layers": [0], "dropout": [-0.1, 1.0, NAN, "0.5"], "projection": ["dot"]},
     "RelativeHead": {"num_classes": [0], "recipe": ["audio"], "center": BAD_FLAGS},
     "AbsoluteHead": {"in_features": [0], "num_classes": [0], "recipe": ["audio"]},
+    # latentstitch.relative
+    "LearnedAnchors": {"num_anchors": BAD_COUNTS, "pool_size": [0, 2.5, "16"], "mode": ["concave", None]},
+    "MultiLayerRelativeProjection": {
+        "num_layers": [0, 2.5, "2", 3],  # 3: but 2 arrays of anchors
+        "num_anchors": [0, 2.5, "8"],
+        "similarity": ["cos", None],
+        "aggregation": ["max", None],
+        "center": BAD_FLAGS,
+        "foo": [1],
+    },
+    "ProductOfInvariances": {
+        "similarities": [[], ["cos"], ["cosine", "cosine"], [None]],
+        "aggregation": ["max", None],
+        "num_anchors": [0, 2.5, 9],
+        "center": BAD_FLAGS,
+        "similarity_options": [{"cos": {}}, {"euclidean": {"foo": 1}}, "p=2"],
+    },
+    "SpaceAggregation": {"num_anchors": [0, 2.5, "6"], "num_spaces": [0, 2.5], "aggregation": ["max", None]},
+    # latentstitch.stitching
+    "RelativeConnector": {"similarity": ["cos", None], "center": BAD_FLAGS, "foo": [1]},
 }
 
 # Layers built from torch primitives follow torch's convention: a NaN input propagates to the output (never a finite
 # wrong number). Modules that wrap a library function (the relative projections, the losses) check their inputs
 # as the function does and name the bad argument.
-PROPAGATE_NAN = {"LowRankStitch", "BatchInstanceNorm", "AbsoluteHead", "ConvAutoencoder"}
+PROPAGATE_NAN = {"LowRankStitch", "BatchInstanceNorm", "AbsoluteHead", "ConvAutoencoder", "SpaceAggregation"}
+# The name of each module's input where it is not x (the NaN / int64 input cases expect it in the error).
+INPUT_NAMES = {"LearnedAnchors": "pool", "MultiLayerRelativeProjection": "layers", "SpaceAggregation": "spaces"}
+# Modules whose input has a size fixed at construction: a batch of 1 (LearnedAnchors: the pool of 16) is refused.
+FIXED_BATCH = {"LearnedAnchors"}
 
 # --- command-line commands (latentstitch.cli.COMMANDS) and option values that must be refused ---------------------
 CLI: dict[str, list[tuple[list[str], str]]] = {
