@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 from contract_cases import Case, cli_outcome, close_to, finite_in, output_check
-from contract_grid import SCRATCH, fit_pair, make_estimator
-from contract_registry import BAD_COUNTS, BAD_SEEDS, CLI, ESTIMATORS
+from contract_grid import SCRATCH, data_pair, fit_pair, make_estimator
+from contract_registry import BAD_COUNTS, BAD_SEEDS, CLI, CLI_WITH_OUT, ESTIMATORS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -1584,13 +1584,36 @@ def misc_cases() -> list[Case]:
 # --- the command line --------------------------------------------------------------------------------------------
 
 
+@functools.cache
+def _cli_files(workspace: Workspace) -> dict[str, str]:
+    """The files the CLI cases read (see contract_registry.CLI): written once per workspace."""
+    folder = workspace.folder()
+    a, b = data_pair(40, 6, 5)
+    files = {"source": a, "target": b, "short": b[:39]}
+    paths = {name: str(folder / f"{name}.npy") for name in files}
+    for name, values in files.items():
+        np.save(paths[name], values)
+    return {**paths, "missing": str(folder / "missing.npy"), "out": str(workspace.folder())}
+
+
 def cli_cases(workspace: Workspace) -> list[Case]:
     cases = []
     for command, bad in CLI.items():
         for argv, option in bad:
             out = str(workspace.root / f"cli-{command}")
-            full = [command, *argv, "--out", out, "--quiet"]
-            cases.append(Case("cli", command, " ".join(argv), cli_outcome(full, option), names=(option,), valid=False))
+            files = _cli_files(workspace)
+            full = [command, *(a.format(**files) for a in argv)]
+            full += ["--out", out, "--quiet"] if command in CLI_WITH_OUT else []
+            cases.append(
+                Case(
+                    "cli",
+                    command,
+                    " ".join(argv),
+                    cli_outcome(full, option.format(**files)),
+                    names=(option.format(**files),),
+                    valid=False,
+                )
+            )
 
     def out_under_file(command: list[str]) -> Callable[[], Any]:
         def run() -> Any:

@@ -356,4 +356,35 @@ CLI: dict[str, list[tuple[list[str], str]]] = {
         (["ae-stitching", "--workers", "2", "--scheduler", "tcp://nowhere:1"], "--workers"),
         (["ae-stitching", "--threads", "0"], "--threads"),
     ],
+    "bridge": [
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--cv", "0"], "--cv"),
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--cv", "x"], "--cv"),
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--cv", "20"], "--cv"),  # 2 anchors a fold
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--routes", "nope"], "--routes"),
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--seed", "-1"], "--seed"),
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--budget", "0"], "--budget"),
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--threads", "0"], "--threads"),
+        (["fit", "{source}", "{short}", "-o", "{out}/b.safetensors"], "TARGET"),  # 40 rows against 39
+        (["fit", "{missing}", "{target}", "-o", "{out}/b.safetensors"], "{missing}"),
+        (["fit", "{source}", "{target}", "-o", "{source}/b.safetensors"], "--output"),  # under a file
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--key", "nope"], "--key"),
+        (["apply", "{source}", "{source}", "-o", "{out}/x.npy"], "BRIDGE"),  # a table, not a saved bridge
+        (["apply", "{missing}", "{source}", "-o", "{out}/x.npy"], "{missing}"),
+        (["routes", "--foo"], "--foo"),
+        (["nope"], "nope"),
+    ],
+    "compare": [
+        (["{source}", "{target}", "--measures", "nope"], "--measures"),
+        (["{source}", "{target}", "--max-rows", "0"], "--max-rows"),
+        (["{source}", "{target}", "--seed", "-1"], "--seed"),
+        (["{source}", "{target}", "--threads", "0"], "--threads"),
+        (["{source}", "{short}"], "B"),  # 40 rows against 39
+        (["{missing}", "{target}"], "{missing}"),
+        (["{source}", "{target}", "--json", "{source}/r.json"], "--json"),  # under a file
+        (["{source}", "{target}", "--key", "nope"], "--key"),
+    ],
 }
+# Commands that take --out FOLDER and --quiet: every bad case above runs with them, into a fresh folder.
+CLI_WITH_OUT = {"demo", "reproduce"}
+# Placeholders of the argument lists (and of the option an error must name): {source} a (40, 6) .npy file, {target}
+# a (40, 5) one, {short} a (39, 5) one, {missing} a path that does not exist, {out} a fresh folder.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from latentstitch._cli import UsageError, output_file, positive_int
+from latentstitch._cli import UsageError, output_file, positive_int, seed
 from latentstitch.commands._files import add_pair_arguments, add_run_options, pin_threads, read_pair
 
 HELP = "similarity indices between two embedding files of the same items"
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=5000,
         help="rows used by the N x N measures (rbf_cka, rsa, mutual_knn): a seeded random subset (default 5000)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of that subset (default 0)")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of that subset (default 0)")
     add_run_options(parser)
 
 
