@@ -41,6 +41,16 @@ positive_float = _number(float, 0.0, False, "a number > 0")
 nonnegative_float = _number(float, 0.0, True, "a finite number >= 0")
 
 
+def seed(text: str) -> int:
+    """A random seed: an integer in [0, 2**32 - 1], what numpy, torch and scikit-learn all accept."""
+    from latentstitch._validation import MAX_SEED
+
+    value = nonnegative_int(text)
+    if value > MAX_SEED:
+        raise argparse.ArgumentTypeError(f"expected a seed in [0, {MAX_SEED}], got {text!r}")
+    return value
+
+
 def probability(text: str) -> float:
     """A number in the open interval (0, 1), e.g. a confidence level."""
     value = positive_float(text)

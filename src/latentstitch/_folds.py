@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from latentstitch._validation import check_positive_int
+from latentstitch._validation import check_positive_int, check_seed
 
 
 def kfold(n: int, folds: int, seed: int, *, name: str = "folds", min_rows: int = 2) -> list[np.ndarray]:
@@ -16,6 +16,7 @@ def kfold(n: int, folds: int, seed: int, *, name: str = "folds", min_rows: int =
     at least ``min_rows`` rows.
     """
     folds = check_positive_int(folds, name, minimum=2)
+    seed = check_seed(seed)
     if n // folds < min_rows:  # then every training part, (folds - 1) parts, has enough rows too
         raise ValueError(
             f"{name}: {folds}-fold cross-validation needs at least {min_rows} rows in every fold, so at least "

@@ -458,6 +458,24 @@ def check_kwargs(options: Mapping[str, object], allowed: Iterable[str], name: st
         )
 
 
+def check_device(value: object, name: str = "device") -> torch.device | None:
+    """None (meaning: where the data is), or a device torch knows (``"cpu"``, ``"cuda"``, ``"cuda:1"``, a
+    ``torch.device``, an accelerator index) that this machine has."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, torch.device)):
+        raise TypeError(f"{name}: expected a device such as 'cpu' or 'cuda:0' (or None), got {value!r}")
+    try:
+        device = torch.device(value)
+    except RuntimeError as error:
+        raise ValueError(
+            f"{name}: {value!r} is not a usable device ({error}); expected e.g. 'cpu' or 'cuda:0'"
+        ) from None
+    if device.type == "cuda" and (not torch.cuda.is_available() or (device.index or 0) >= torch.cuda.device_count()):
+        raise ValueError(f"{name}: {value!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    return device
+
+
 def check_float_dtype(dtype: object, name: str = "dtype") -> torch.dtype:
     """A floating-point torch dtype (float16, bfloat16, float32, float64)."""
     if dtype not in _FLOAT_DTYPES or not isinstance(dtype, torch.dtype):

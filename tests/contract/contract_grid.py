@@ -24,9 +24,12 @@ import torch
 from contract_cases import SCALE_SAFETY, Case, all_of, as_array, close_to, finite_in
 from contract_registry import (
     ESTIMATORS,
+    FIXED_BATCH,
+    INPUT_NAMES,
     MEASURES,
     MODULES,
     PROPAGATE_NAN,
+    REQUIRED_ROW_OPTIONS,
     SCALE_SAFETY_ESTIMATORS,
     SIMILARITIES,
     STREAMING,
@@ -163,6 +166,13 @@ def measure_case(
     else:
         inputs = (convert(xs, container, dtype), convert(ys, container, dtype))
     options = dict([option]) if option is not None else {}
+    # row options the measure needs: a third representation of the same samples (rows follow x's), in the
+    # container and dtype of x; the reference gets the same rows in float64
+    reference_options: dict[str, Any] = {}
+    for row_option in REQUIRED_ROW_OPTIONS.get(name, ()):
+        rows = data_pair(max(n, 1), 3, 3, seed=7)[0][:n]
+        reference_options[row_option] = rows
+        options.setdefault(row_option, convert(rows, container, dtype))
 
     label = ",".join(
         part
@@ -206,7 +216,8 @@ def measure_case(
         check = finite_in(low, high)  # a value in range, or a clear error (zero variance)
     else:
         check = all_of(
-            finite_in(low, high), close_to(lambda: float(spec(reference_x, clean_y)), rtol=0, atol=max(tol, 1e-9))
+            finite_in(low, high),
+            close_to(lambda: float(spec(reference_x, clean_y, **reference_options)), rtol=0, atol=max(tol, 1e-9)),
         )
     return Case(
         "measure",
@@ -248,14 +259,25 @@ def _stream(name: str, **options: Any) -> Any:
     from latentstitch import similarity
 
     base_options, _, _ = STREAMING[name]
-    return getattr(similarity, name.split("(")[0])(**{**base_options, **options})
+    options = {**base_options, **options}
+    if isinstance(options.get("stream"), str) and options["stream"].startswith("Streaming"):
+        options["stream"] = _stream(options["stream"])  # a bootstrap's template: a fresh stream of that name
+    return getattr(similarity, name.split("(")[0])(**options)
 
 
 def _run_stream(name: str, chunks: list[tuple[Any, Any]], options: dict) -> float:
+    from latentstitch.similarity import BootstrapCI
+
     stream = _stream(name, **options)
     for x, y in chunks:
         stream.update(x, y)
-    return stream.compute()
+    result = stream.compute()
+    if isinstance(result, BootstrapCI):
+        # the bootstrap's value is the stream's, and its interval a finite, ordered one
+        if not (math.isfinite(result.low) and math.isfinite(result.high) and result.low <= result.high):
+            return math.nan  # fails the check
+        return result.value
+    return result
 
 
 def streaming_cases(name: str) -> list[Case]:
@@ -832,13 +854,35 @@ def _fit(name: str, inputs: tuple, changes: dict) -> Any:
     return make_estimator(name, **changes).fit(*inputs)
 
 
+def _output(name: str, fitted: Any, x: Any) -> Any:
+    """What a fitted estimator gives for ``x``: ``transform`` (or the method its entry names)."""
+    return getattr(fitted, ESTIMATORS[name].get("method", "transform"))(x)
+
+
 def _fit_transform(name: str, inputs: tuple, x: Any, changes: dict) -> Any:
-    return make_estimator(name, **changes).fit(*inputs).transform(x)
+    return _output(name, make_estimator(name, **changes).fit(*inputs), x)
 
 
 def _estimator_reference(name: str, a: np.ndarray, b: np.ndarray | None, x: np.ndarray) -> np.ndarray:
     inputs = (a, b) if ESTIMATORS[name]["paired"] else (a,)
-    return np.asarray(make_estimator(name).fit(*inputs).transform(x))
+    return np.asarray(_output(name, make_estimator(name).fit(*inputs), x))
+
+
+def class_labels(b: np.ndarray) -> np.ndarray:
+    """Three classes from a related representation (the argmax of its first three columns), as int64."""
+    return np.argmax(b[:, :3], axis=1).astype(np.int64) if b.shape[0] else np.zeros(0, dtype=np.int64)
+
+
+def _convert_labels(labels: np.ndarray, container: str) -> Any:
+    if container == "list":
+        return labels.tolist()
+    return torch.from_numpy(labels) if container == "torch" else labels
+
+
+def fit_pair(name: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Fit data of an estimator test: x (n, 6) and its second argument (b (n, 5), or class labels)."""
+    a, b = data_pair(n, 6, 5)
+    return (a, class_labels(b)) if ESTIMATORS[name].get("labels") else (a, b)
 
 
 def estimator_case(
@@ -855,13 +899,16 @@ def estimator_case(
     paired = settings["paired"]
     n = {"n0": 0, "n1": 1, "n_min": 3}.get(shape, 40)
     a, b = data_pair(n, 6, 5, seed=2)
+    labels = settings.get("labels", False)
+    if labels:
+        b = class_labels(b)  # class labels: no NaN/inf to place, and no rescaling
     a = a * np.linspace(0.5, 2.0, 6) + 1.0
     if value == "constant_x":
         a[:, 1] = 3.0
     clean_a, clean_b = a.copy(), b.copy()
     if value == "nan_x" and n > 3:
         a[3, 1] = np.nan
-    elif value == "inf_y" and n > 3:
+    elif value == "inf_y" and n > 3 and not labels:
         b[3, 0] = np.inf
     if shape == "one_d":
         a = a[:, 0]
@@ -869,13 +916,14 @@ def estimator_case(
         b = b[:-1]
     elif shape == "five_d":
         a = a.reshape(n, 1, 1, 2, 3)
-    a_in, b_in = convert(a * scale, container, dtype), convert(b * scale, container, dtype)
+    a_in = convert(a * scale, container, dtype)
+    b_in = _convert_labels(b, container) if labels else convert(b * scale, container, dtype)
     inputs = (a_in, b_in) if paired else (a_in,)
     names = ["a", "b", "a, b", "a and b", "anchors", "x", *settings.get("arguments", ())]
     invalid = not is_float(container, dtype)
     if shape in ("n0", "one_d", "five_d") or (shape == "rows_mismatch" and paired and settings.get("same_rows", True)):
         invalid = True
-    if n > 3 and (value == "nan_x" or (value == "inf_y" and paired)):
+    if n > 3 and (value == "nan_x" or (value == "inf_y" and paired and not labels)):
         invalid = True
     changes: dict = {}
     if option is not None:
@@ -920,22 +968,22 @@ def estimator_case(
 
 
 def _transform_unfitted(name: str, x: Any) -> Any:
-    return make_estimator(name).transform(x)
+    return _output(name, make_estimator(name), x)
 
 
 def _transform_width(name: str) -> Any:
-    a, b = data_pair(20, 6, 5)
+    a, b = fit_pair(name, 20)
     fitted = make_estimator(name).fit(a, b) if ESTIMATORS[name]["paired"] else make_estimator(name).fit(a)
-    return fitted.transform(a[:, :4])
+    return _output(name, fitted, a[:, :4])
 
 
 def _to_torch(name: str, dtype: Any) -> Any:
-    a, b = data_pair(20, 6, 5)
+    a, b = fit_pair(name, 20)
     return make_estimator(name).fit(a, b).to_torch(dtype)
 
 
 def _save_to_missing_folder(name: str, folder: str) -> Any:
-    a, b = data_pair(20, 6, 5)
+    a, b = fit_pair(name, 20)
     fitted = make_estimator(name).fit(a, b) if ESTIMATORS[name]["paired"] else make_estimator(name).fit(a)
     fitted.save(Path(folder) / "missing" / "model.safetensors")
 
@@ -972,7 +1020,7 @@ def estimator_cases(name: str) -> list[Case]:
             name,
             "transform of the wrong width",
             functools.partial(_transform_width, name),
-            names=("x",),
+            names=("x", *settings.get("arguments", ())),
             valid=False,
         )
     )
@@ -1046,6 +1094,19 @@ def build_module(name: str, **changes: Any) -> Any:
     if name == "AbsoluteHead":
         options = {"in_features": 6, "num_classes": 3, **changes}
         return models.AbsoluteHead(options.pop("in_features"), options.pop("num_classes"), **options)
+    if name == "LearnedAnchors":
+        options = {"num_anchors": 4, "pool_size": 16, **changes}
+        return relative.LearnedAnchors(options.pop("num_anchors"), options.pop("pool_size"), **options)
+    if name == "MultiLayerRelativeProjection":  # two layers: the batch, and a narrower view of it
+        options = {"num_layers": 2, "num_anchors": 8, "anchors": [anchors, anchors[:, :4]], **changes}
+        return relative.MultiLayerRelativeProjection(options.pop("num_layers"), options.pop("num_anchors"), **options)
+    if name == "ProductOfInvariances":
+        return relative.ProductOfInvariances(**{"anchors": anchors, **changes})
+    if name == "SpaceAggregation":  # two relative spaces of 6 anchors
+        options = {"num_anchors": 6, "num_spaces": 2, **changes}
+        return relative.SpaceAggregation(options.pop("num_anchors"), options.pop("num_spaces"), **options)
+    if name == "RelativeConnector":  # relative to 8 anchors of width 6, decoded to 5 features
+        return stitching.RelativeConnector(anchors, _tensor(8, 5, seed=4), _tensor(5, seed=5), **changes)
     raise KeyError(name)
 
 
@@ -1059,6 +1120,10 @@ def forward(name: str, module: Any, x: torch.Tensor) -> Any:
         n = x.shape[0]
         edges = torch.stack([torch.arange(n), torch.roll(torch.arange(n), 1)])
         return module(x, edges)
+    if name == "MultiLayerRelativeProjection":
+        return module([x, x[:, :4]])
+    if name == "SpaceAggregation":  # the batch read as a relative space of 6 anchors, and a second one
+        return module([x, x.flip(1) * 2])
     return module(x)
 
 
@@ -1114,13 +1179,15 @@ def module_cases(name: str) -> list[Case]:
                 )
             )
     batch_statistics = name in ("RobustRelativeProjection", "BatchInstanceNorm", "RelativeHead", "AbsoluteHead")
+    batch_statistics = batch_statistics or name in FIXED_BATCH
+    inputs = ("x", "latents", "embeddings", *([INPUT_NAMES[name]] if name in INPUT_NAMES else []))
     cases.append(
         Case(
             "module",
             name,
             "train batch of 1",
             functools.partial(_build_and_forward, name, {}, 1, True),
-            names=("x", "latents", "embeddings"),
+            names=inputs,
             valid=not batch_statistics,
             check=_finite_output,
         )
@@ -1132,7 +1199,7 @@ def module_cases(name: str) -> list[Case]:
             name,
             "NaN input",
             functools.partial(_build_and_forward, name, {}, 16, True, _with_nan),
-            names=("x", "latents", "embeddings"),
+            names=inputs,
             valid=propagates,
             check=_propagated_nan if propagates else None,
         )
@@ -1143,7 +1210,7 @@ def module_cases(name: str) -> list[Case]:
             name,
             "int64 input",
             functools.partial(_build_and_forward, name, {}, 16, False, _as_int),
-            names=("x", "latents", "embeddings"),
+            names=inputs,
             valid=False,
         )
     )

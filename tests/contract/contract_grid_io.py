@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 from contract_cases import Case, cli_outcome, close_to, finite_in, output_check
-from contract_grid import SCRATCH, data_pair, make_estimator
-from contract_registry import BAD_COUNTS, BAD_SEEDS, CLI, ESTIMATORS
+from contract_grid import SCRATCH, data_pair, fit_pair, make_estimator
+from contract_registry import BAD_COUNTS, BAD_SEEDS, CLI, CLI_WITH_OUT, ESTIMATORS
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -143,7 +143,7 @@ def _apply_change(change: Callable[[dict, dict], None], path: Path) -> Path:
 
 
 def _fitted_file(name: str, folder: Path) -> Path:
-    a, b = data_pair(30, 6, 5)
+    a, b = fit_pair(name, 30)
     fitted = make_estimator(name).fit(a, b) if ESTIMATORS[name]["paired"] else make_estimator(name).fit(a)
     path = folder / f"{name}.safetensors"
     fitted.save(path)
@@ -157,7 +157,7 @@ def _load_estimator(name: str, path: Path) -> Any:
 
 
 def _learned_arrays(name: str) -> list[tuple[str, bool]]:
-    a, b = data_pair(30, 6, 5)
+    a, b = fit_pair(name, 30)
     fitted = make_estimator(name).fit(a, b) if ESTIMATORS[name]["paired"] else make_estimator(name).fit(a)
     return [
         (k, torch.as_tensor(v).is_floating_point())
@@ -1584,13 +1584,36 @@ def misc_cases() -> list[Case]:
 # --- the command line --------------------------------------------------------------------------------------------
 
 
+@functools.cache
+def _cli_files(workspace: Workspace) -> dict[str, str]:
+    """The files the CLI cases read (see contract_registry.CLI): written once per workspace."""
+    folder = workspace.folder()
+    a, b = data_pair(40, 6, 5)
+    files = {"source": a, "target": b, "short": b[:39]}
+    paths = {name: str(folder / f"{name}.npy") for name in files}
+    for name, values in files.items():
+        np.save(paths[name], values)
+    return {**paths, "missing": str(folder / "missing.npy"), "out": str(workspace.folder())}
+
+
 def cli_cases(workspace: Workspace) -> list[Case]:
     cases = []
     for command, bad in CLI.items():
         for argv, option in bad:
             out = str(workspace.root / f"cli-{command}")
-            full = [command, *argv, "--out", out, "--quiet"]
-            cases.append(Case("cli", command, " ".join(argv), cli_outcome(full, option), names=(option,), valid=False))
+            files = _cli_files(workspace)
+            full = [command, *(a.format(**files) for a in argv)]
+            full += ["--out", out, "--quiet"] if command in CLI_WITH_OUT else []
+            cases.append(
+                Case(
+                    "cli",
+                    command,
+                    " ".join(argv),
+                    cli_outcome(full, option.format(**files)),
+                    names=(option.format(**files),),
+                    valid=False,
+                )
+            )
 
     def out_under_file(command: list[str]) -> Callable[[], Any]:
         def run() -> Any:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 NAN, INF = math.nan, math.inf
 
 # Bad values every positive count / size / period must refuse, and every flag.
@@ -17,6 +19,7 @@ BAD_FLAGS = ["yes", 2, None]
 BAD_POSITIVE = [0.0, -1.0, NAN, INF, "1"]  # eps, bandwidth, learning rates, temperatures
 BAD_NONNEGATIVE = [-1.0, NAN, INF, "0.1"]  # regularisation strengths, tolerances
 BAD_SEEDS = [-1, 2.5, "0", 2**40]
+BAD_NEIGHBOURS = [*BAD_COUNTS, 40]  # neighbour counts: also as many neighbours as the 40 samples
 
 # --- similarity measures (names in latentstitch.similarity.MEASURES) and the bad values of their options -------
 MEASURES: dict[str, dict[str, list]] = {
@@ -36,7 +39,28 @@ MEASURES: dict[str, dict[str, list]] = {
     "jaccard_at_k": {"k": BAD_COUNTS},
     "mrr": {"k": BAD_COUNTS},
     "matched_cosine": {},
+    "aligned_cosine": {},
+    "cknna": {"k": BAD_NEIGHBOURS, "normalize": BAD_FLAGS},
+    "correlation_match": {"soft": BAD_FLAGS},
+    "cycle_knn": {"k": BAD_NEIGHBOURS},
+    # the confounder is a row option (one row per sample): wrong rows, NaN, constant, missing, not an array
+    "deconfounded_cka": {
+        "confounder": [np.ones((39, 3)), np.full((40, 3), NAN), np.zeros((40, 3)), None, "inputs", np.ones(40)]
+    },
+    "distance_correlation": {},
+    "eigenspace_overlap": {},
+    "ensd": {},
+    "gulp": {"ridge": BAD_NONNEGATIVE},
+    "knn_jaccard": {"k": BAD_NEIGHBOURS},
+    "permutation": {"score": ["cosine", None, 1]},
+    "pnka": {"pointwise": BAD_FLAGS},
+    "rank_similarity": {"k": BAD_NEIGHBOURS},
+    "second_order_cosine": {"k": BAD_NEIGHBOURS},
+    "soft_correlation_match": {"soft": BAD_FLAGS},
 }
+# Options a measure cannot go without, built by contract_grid for each input: the row options (one row per sample,
+# following x's rows: a confounder of the same 40 samples).
+REQUIRED_ROW_OPTIONS: dict[str, tuple[str, ...]] = {"deconfounded_cka": ("confounder",)}
 # Measures registered but deliberately not covered (none): a registered measure missing from both lists fails
 # tests/contract/test_contract_registry.py, so that new measures join the contract.
 NOT_COVERED_MEASURES: list[str] = []
@@ -51,6 +75,25 @@ STREAMING: dict[str, tuple[dict, str, dict[str, list]]] = {
     "StreamingPWCCA": ({}, "pwcca", {"rtol": [-1.0, NAN]}),
     "StreamingProcrustes": ({}, "procrustes_distance", {"metric": ["euclidean"]}),
     "StreamingMinibatchCKA": ({}, "minibatch_cka", {}),
+    "StreamingCorrelationMatch": ({}, "correlation_match", {"soft": BAD_FLAGS}),
+    "StreamingCorrelationMatch(soft)": ({"soft": True}, "soft_correlation_match", {}),
+    "StreamingENSD": ({}, "ensd", {"device": ["gpu0", 3]}),
+    "StreamingEigenspaceOverlap": ({}, "eigenspace_overlap", {"device": ["gpu0"]}),
+    "StreamingGULP": ({}, "gulp", {"ridge": BAD_NONNEGATIVE}),
+    "StreamingPermutation": ({}, "permutation", {"score": ["cosine", None]}),
+    # the bootstrap of a stream: its value is the stream's (the interval around it is checked too)
+    "StreamingBootstrap": (
+        {"stream": "StreamingCKA", "replicates": 20},
+        "linear_cka",
+        {
+            "stream": [None, "linear_cka"],
+            "replicates": [0, 1, 2.5, "20"],
+            "seed": BAD_SEEDS,
+            "level": [0.0, 1.0, NAN, "0.9"],
+            "interval": ["bca", None],
+            "scheme": ["jackknife"],
+        },
+    ),
 }
 
 # --- estimators (latentstitch._persist.Persistable classes): name -> settings --------------------------------------
@@ -60,8 +103,9 @@ STREAMING: dict[str, tuple[dict, str, dict[str, list]]] = {
 # True): the fit is a deterministic function of the data, so other dtypes and containers must match the float64
 # result (False for a randomised search such as an unpaired alignment on unrelated data: any finite map is right);
 # scale: k such that fitting and transforming inputs scaled by s scales the output by s**k (None: not
-# equivariant, e.g. an absolute L1 strength); maps: an affine map with to_torch. An estimator is found by its class
-# name among latentstitch._persist's registered classes: adding its entry here is all it takes.
+# equivariant, e.g. an absolute L1 strength); maps: an affine map with to_torch; labels: fit(x, labels) takes class
+# labels as its second argument; method: the method read after fit (default transform). An estimator is found by
+# its class name among latentstitch._persist's registered classes: adding its entry here is all it takes.
 ESTIMATORS: dict[str, dict] = {
     "LeastSquares": {
         "params": {},
@@ -94,6 +138,7 @@ ESTIMATORS: dict[str, dict] = {
     "LatentTranslator": {
         "params": {},
         "bad": {"standardize": BAD_FLAGS, "stitcher": ["procrustes", 3]},
+        "arguments": ("source", "target"),
         "paired": True,
         "scale": 1,
         "maps": True,
@@ -152,6 +197,59 @@ ESTIMATORS: dict[str, dict] = {
         "scale": 1,
         "maps": True,
     },
+    # latentstitch.stitching: ridge least squares with the ridge chosen by cross-validation (relative ridge units)
+    "LeastSquaresCV": {
+        "params": {"folds": 3},
+        "bad": {
+            "ridges": [[-1.0], [NAN], [], "0.1", [None]],
+            "folds": [0, 1, 2.5, "3", 41],
+            "seed": BAD_SEEDS,
+            "bias": BAD_FLAGS,
+        },
+        # too few rows for the folds: the error names the fold count to lower (or asks for more rows)
+        "arguments": ("folds",),
+        "paired": True,
+        "scale": 1,
+        "maps": True,
+    },
+    # latentstitch.bridge
+    "Bridge": {
+        "params": {"cv": 2},
+        "bad": {
+            "routes": ["no_such_route", 3, [], [3]],
+            "cv": [0, 1, 2.5, "2", 20],
+            "seed": BAD_SEEDS,
+            "budget": [[1], "50", 3, [0]],
+        },
+        "arguments": ("source", "target", "cv"),  # cv: too few anchors for the folds
+        "paired": True,
+        "scale": 1,
+        "maps": False,
+    },
+    "RelativeRoute": {
+        "params": {},
+        "bad": {
+            "similarity": ["cos", None],
+            "center": BAD_FLAGS,
+            "robust": BAD_FLAGS,
+            "spread_floor": [-0.1, 1.0, NAN, "0.001"],
+        },
+        "arguments": ("source", "target"),
+        "paired": True,
+        "scale": 0,
+        "maps": False,
+    },
+    # a classifier: fit(x, labels) on class labels, read through decision_function (class scores of standardised x)
+    "LinearHead": {
+        "params": {},
+        "bad": {"C": BAD_POSITIVE, "max_iter": BAD_COUNTS},
+        "arguments": ("x", "labels"),
+        "labels": True,
+        "method": "decision_function",
+        "paired": True,
+        "scale": 0,
+        "maps": False,
+    },
 }
 # The estimator classes whose fits run on the kernels of issue 21 (moments and solves): their overflow/underflow
 # cases are scale-safety cases of that branch.
@@ -207,12 +305,36 @@ MODULES: dict[str, dict[str, list]] = {
     "GCNClassifier": {"hidden": [0], "layers": [0], "dropout": [-0.1, 1.0, NAN, "0.5"], "projection": ["dot"]},
     "RelativeHead": {"num_classes": [0], "recipe": ["audio"], "center": BAD_FLAGS},
     "AbsoluteHead": {"in_features": [0], "num_classes": [0], "recipe": ["audio"]},
+    # latentstitch.relative
+    "LearnedAnchors": {"num_anchors": BAD_COUNTS, "pool_size": [0, 2.5, "16"], "mode": ["concave", None]},
+    "MultiLayerRelativeProjection": {
+        "num_layers": [0, 2.5, "2", 3],  # 3: but 2 arrays of anchors
+        "num_anchors": [0, 2.5, "8"],
+        "similarity": ["cos", None],
+        "aggregation": ["max", None],
+        "center": BAD_FLAGS,
+        "foo": [1],
+    },
+    "ProductOfInvariances": {
+        "similarities": [[], ["cos"], ["cosine", "cosine"], [None]],
+        "aggregation": ["max", None],
+        "num_anchors": [0, 2.5, 9],
+        "center": BAD_FLAGS,
+        "similarity_options": [{"cos": {}}, {"euclidean": {"foo": 1}}, "p=2"],
+    },
+    "SpaceAggregation": {"num_anchors": [0, 2.5, "6"], "num_spaces": [0, 2.5], "aggregation": ["max", None]},
+    # latentstitch.stitching
+    "RelativeConnector": {"similarity": ["cos", None], "center": BAD_FLAGS, "foo": [1]},
 }
 
 # Layers built from torch primitives follow torch's convention: a NaN input propagates to the output (never a finite
 # wrong number). Modules that wrap a library function (the relative projections, the losses) check their inputs
 # as the function does and name the bad argument.
-PROPAGATE_NAN = {"LowRankStitch", "BatchInstanceNorm", "AbsoluteHead", "ConvAutoencoder"}
+PROPAGATE_NAN = {"LowRankStitch", "BatchInstanceNorm", "AbsoluteHead", "ConvAutoencoder", "SpaceAggregation"}
+# The name of each module's input where it is not x (the NaN / int64 input cases expect it in the error).
+INPUT_NAMES = {"LearnedAnchors": "pool", "MultiLayerRelativeProjection": "layers", "SpaceAggregation": "spaces"}
+# Modules whose input has a size fixed at construction: a batch of 1 (LearnedAnchors: the pool of 16) is refused.
+FIXED_BATCH = {"LearnedAnchors"}
 
 # --- command-line commands (latentstitch.cli.COMMANDS) and option values that must be refused ---------------------
 CLI: dict[str, list[tuple[list[str], str]]] = {
@@ -234,4 +356,35 @@ CLI: dict[str, list[tuple[list[str], str]]] = {
         (["ae-stitching", "--workers", "2", "--scheduler", "tcp://nowhere:1"], "--workers"),
         (["ae-stitching", "--threads", "0"], "--threads"),
     ],
+    "bridge": [
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--cv", "0"], "--cv"),
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--cv", "x"], "--cv"),
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--cv", "20"], "--cv"),  # 2 anchors a fold
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--routes", "nope"], "--routes"),
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--seed", "-1"], "--seed"),
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--budget", "0"], "--budget"),
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--threads", "0"], "--threads"),
+        (["fit", "{source}", "{short}", "-o", "{out}/b.safetensors"], "TARGET"),  # 40 rows against 39
+        (["fit", "{missing}", "{target}", "-o", "{out}/b.safetensors"], "{missing}"),
+        (["fit", "{source}", "{target}", "-o", "{source}/b.safetensors"], "--output"),  # under a file
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--key", "nope"], "--key"),
+        (["apply", "{source}", "{source}", "-o", "{out}/x.npy"], "BRIDGE"),  # a table, not a saved bridge
+        (["apply", "{missing}", "{source}", "-o", "{out}/x.npy"], "{missing}"),
+        (["routes", "--foo"], "--foo"),
+        (["nope"], "nope"),
+    ],
+    "compare": [
+        (["{source}", "{target}", "--measures", "nope"], "--measures"),
+        (["{source}", "{target}", "--max-rows", "0"], "--max-rows"),
+        (["{source}", "{target}", "--seed", "-1"], "--seed"),
+        (["{source}", "{target}", "--threads", "0"], "--threads"),
+        (["{source}", "{short}"], "B"),  # 40 rows against 39
+        (["{missing}", "{target}"], "{missing}"),
+        (["{source}", "{target}", "--json", "{source}/r.json"], "--json"),  # under a file
+        (["{source}", "{target}", "--key", "nope"], "--key"),
+    ],
 }
+# Commands that take --out FOLDER and --quiet: every bad case above runs with them, into a fresh folder.
+CLI_WITH_OUT = {"demo", "reproduce"}
+# Placeholders of the argument lists (and of the option an error must name): {source} a (40, 6) .npy file, {target}
+# a (40, 5) one, {short} a (39, 5) one, {missing} a path that does not exist, {out} a fresh folder.

@@ -109,17 +109,19 @@ class GeneralizedProcrustes(Persistable, BaseEstimator):
         """Add a chunk of rows of every space to the statistics and refit; returns ``self``."""
         self._check_params()
         tables = self._tables(spaces, target)
-        widths = [int(t.shape[1]) for t in tables]
         previous = getattr(self, "moments_", None)
-        if previous is not None and widths != self.n_features_:
-            raise ValueError(f"spaces: widths {widths} differ from the earlier chunks' {self.n_features_}")
         if any(is_dask_array(t) for t in tables):
+            widths = [int(t.shape[1]) for t in tables]
+            self._check_widths(widths, previous)
             chunk = self._dask_moments(tables)
             like: ArrayLike = np.empty(0)
         else:
+            # validated first: a list of lists or a 1-D table is named, not a crash on its shape
             checked = [as_float_tensor(t, f"spaces[{i}]", ndim=2, min_rows=1) for i, t in enumerate(tables)]
             for i, t in enumerate(checked[1:], 1):
                 check_same_rows(checked[0], t, "spaces[0]", f"spaces[{i}]")
+            widths = [int(t.shape[1]) for t in checked]
+            self._check_widths(widths, previous)
             chunk = self._memory_moments(checked)
             like = tables[0]
         moments = chunk if previous is None else previous.merge(chunk)
@@ -127,6 +129,10 @@ class GeneralizedProcrustes(Persistable, BaseEstimator):
         self.n_features_ = widths
         self._solve(moments, like)
         return self
+
+    def _check_widths(self, widths: list[int], previous: Any) -> None:
+        if previous is not None and widths != self.n_features_:
+            raise ValueError(f"spaces: widths {widths} differ from the earlier chunks' {self.n_features_}")
 
     def _tables(self, spaces: Sequence[ArrayLike] | ArrayLike, target: ArrayLike | None) -> list[Any]:
         if target is not None:

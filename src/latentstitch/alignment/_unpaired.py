@@ -10,7 +10,7 @@ from scipy.optimize import quadratic_assignment
 from sklearn.cluster import KMeans
 
 from latentstitch._backend import matmul
-from latentstitch._validation import ArrayLike, check_bool, check_positive_int, wrap_like
+from latentstitch._validation import ArrayLike, check_bool, check_positive_int, rescaled_row_norms, wrap_like
 from latentstitch.alignment._common import mean_of_neighbours, orthogonal_factor, seeded, space, unit_rows
 from latentstitch.stitching._base import _AffineMap
 
@@ -136,9 +136,7 @@ class UnpairedAlignment(_AffineMap):
             maps = [self._align(unit_s[hs], unit_t[ht], rng)[0] for hs, ht in zip(halves_s, halves_t, strict=True)]
             images = [unit_rows(matmul(unit_s, w), "mapped source") for w in maps]
             stability = float((images[0] * images[1]).sum(dim=1).mean())
-        norm_s = torch.linalg.vector_norm(s64 - mean_s, dim=1).mean()
-        norm_t = torch.linalg.vector_norm(t64 - mean_t, dim=1).mean()
-        scale = float(norm_t / norm_s)
+        scale = float(_mean_norm(t64 - mean_t) / _mean_norm(s64 - mean_s))
         coef = rotation * scale
         self._set_map(coef, mean_t - mean_s @ coef, source, 2)
         self.rotation_ = wrap_like(rotation, source)
@@ -229,6 +227,12 @@ class UnpairedAlignment(_AffineMap):
             all_x.append(centres_x)
             all_y.append(centres_y[torch.as_tensor(best.col_ind)])
         return torch.cat(all_x), torch.cat(all_y)
+
+
+def _mean_norm(t: torch.Tensor) -> torch.Tensor:
+    """Mean row norm, exact at any magnitude (plain norms of rows near 1e+-200 overflow or underflow)."""
+    _, norms, scales = rescaled_row_norms(t)
+    return (norms / scales).mean()
 
 
 def _subsample(n: int, size: int, rng: np.random.Generator) -> np.ndarray:

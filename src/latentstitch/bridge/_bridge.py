@@ -20,6 +20,7 @@ from latentstitch._validation import (
     as_float_tensor,
     check_positive_int,
     check_same_rows,
+    check_seed,
 )
 from latentstitch.bridge._crossval import (
     CLEAR_Z,
@@ -159,6 +160,7 @@ class Bridge(Persistable, BaseEstimator):
         progress : bool
             Show a progress bar over the route fits.
         """
+        self._check_params()
         specs = resolve_routes(self.routes)
         cv = check_positive_int(self.cv, "cv", minimum=2)
         if (source_ids is None) != (target_ids is None):
@@ -214,6 +216,12 @@ class Bridge(Persistable, BaseEstimator):
             warnings.simplefilter("ignore", ConvergenceWarning)
             self.estimator_ = get_route(self.route_).build().fit(source, target)
         return self
+
+    def _check_params(self) -> None:
+        resolve_routes(self.routes)
+        check_positive_int(self.cv, "cv", minimum=2)
+        check_seed(self.seed)
+        self._budget_counts()
 
     def _budget_counts(self) -> list[int]:
         if self.budget is None:

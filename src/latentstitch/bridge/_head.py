@@ -13,7 +13,14 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._persist import Persistable
-from latentstitch._validation import ArrayLike, as_float_tensor, check_positive_int, to_numpy, wrap_like
+from latentstitch._validation import (
+    ArrayLike,
+    as_float_tensor,
+    check_positive,
+    check_positive_int,
+    to_numpy,
+    wrap_like,
+)
 from latentstitch.relative import StandardScaling
 
 
@@ -36,10 +43,14 @@ class LinearHead(Persistable, BaseEstimator):
         self.C = C
         self.max_iter = max_iter
 
+    def _check_params(self) -> None:
+        check_positive(self.C, "C")
+        check_positive_int(self.max_iter, "max_iter")
+
     def fit(self, x: ArrayLike, labels: ArrayLike) -> LinearHead:
         from sklearn.linear_model import LogisticRegression
 
-        check_positive_int(self.max_iter, "max_iter")
+        self._check_params()
         xt = as_float_tensor(x, "x", ndim=2, min_rows=2)
         y = to_numpy(labels, "labels") if isinstance(labels, torch.Tensor) else np.asarray(labels)
         if y.ndim != 1 or y.shape[0] != xt.shape[0]:
@@ -87,3 +98,5 @@ class LinearHead(Persistable, BaseEstimator):
             raise ValueError(
                 f"coef_ has shape {np.shape(self.coef_)}, expected ({self.scaler_.n_features_in_}, classes)"
             )
+        if np.shape(self.intercept_) != (len(self.classes_),):
+            raise ValueError(f"intercept_ has shape {np.shape(self.intercept_)}, expected ({len(self.classes_)},)")

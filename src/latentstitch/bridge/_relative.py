@@ -59,11 +59,14 @@ class RelativeRoute(Persistable, BaseEstimator):
         self.robust = robust
         self.spread_floor = spread_floor
 
-    def fit(self, source: ArrayLike, target: ArrayLike) -> RelativeRoute:
+    def _check_params(self) -> None:
         get_similarity(self.similarity)
         check_bool(self.center, "center")
         check_bool(self.robust, "robust")
         check_spread_floor(self.spread_floor)
+
+    def fit(self, source: ArrayLike, target: ArrayLike) -> RelativeRoute:
+        self._check_params()
         s = as_float_tensor(source, "source", ndim=2, min_rows=2 if self.robust else 1)
         t = as_float_tensor(target, "target", ndim=2, min_rows=2 if self.robust else 1)
         check_same_rows(s, t, "source", "target")

@@ -97,7 +97,7 @@ def get_route(name: str) -> RouteSpec:
 def resolve_routes(routes: str | Sequence[str]) -> list[RouteSpec]:
     """``"auto"`` (the routes registered with ``auto=True``), one name, or a sequence of names (``"auto"`` may be
     one of them), in order and without repeats."""
-    names = [routes] if isinstance(routes, str) else list(routes)
+    names = [routes] if isinstance(routes, str) else list(routes) if hasattr(routes, "__iter__") else None
     if not names or not all(isinstance(n, str) for n in names):
         raise ValueError(f"routes: expected 'auto', a route name or a list of route names, got {routes!r}")
     specs: dict[str, RouteSpec] = {}

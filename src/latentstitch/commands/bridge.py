@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from latentstitch._cli import UsageError, input_file, output_file, positive_int
+from latentstitch._cli import UsageError, input_file, option_errors, output_file, positive_int, seed
 from latentstitch.commands._files import add_file_options, add_pair_arguments, add_run_options, pin_threads, read_pair
 
 HELP = "fit a checked bridge between two models' embeddings (fit), or apply one to new vectors (apply)"
@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="routes to try (default: auto; `latentstitch bridge routes` lists them)",
     )
     fit.add_argument("--cv", type=positive_int, default=5, help="cross-validation folds over the anchors (default 5)")
-    fit.add_argument("--seed", type=int, default=0, help="seed of the folds and shuffles (default 0)")
+    fit.add_argument("--seed", type=seed, default=0, help="seed of the folds and shuffles (default 0)")
     fit.add_argument(
         "--budget",
         type=positive_int,
@@ -133,13 +133,16 @@ def fit(args: argparse.Namespace) -> int:
     if output.suffix != ".safetensors":
         raise UsageError(f"--output: a bridge is saved as .safetensors, got {str(output)!r}")
     report_path = output_file(args.json if args.json is not None else output.with_suffix(".json"), "--json")
-    resolve_routes(args.routes)  # unknown names fail before any reading
+    # the library's errors about its parameters name the options they came from
+    options = {"routes": "--routes", "cv": "--cv", "seed": "--seed", "budget": "--budget"}
+    with option_errors(options):
+        resolve_routes(args.routes)  # unknown names fail before any reading
     pin_threads(args)
     source, target, described = read_pair(args, ("source", "target"))
     bridge = Bridge(
         routes=args.routes, cv=args.cv, seed=args.seed, budget=None if args.no_budget else tuple(args.budget)
     )
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), option_errors(options):
         warnings.simplefilter("ignore", BridgeWarning)  # its content is in the report's notes, printed below
         bridge.fit(source, target, progress=not args.quiet)
     bridge.save(output)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from latentstitch._cli import UsageError, nonnegative_int, output_file, positive_int
+from latentstitch._cli import UsageError, nonnegative_int, output_file, positive_int, seed
 from latentstitch.commands._files import add_pair_arguments, add_run_options, pin_threads, read_pair
 
 HELP = "similarity indices between two embedding files of the same items"
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also test each measure against K permutations of B's rows: p-value and calibrated value (default 0: "
         "no test; 1000 gives p-values down to 0.001)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of that subset and of the permutations (default 0)")
+    parser.add_argument("--seed", type=seed, default=0, help="seed of that subset and of the permutations (default 0)")
     add_run_options(parser)
 
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from latentstitch._validation import check_choice, check_positive_int
+from latentstitch._validation import check_choice, check_positive_int, model_input_errors
 
 AGGREGATIONS = ("concat", "sum", "weighted", "mlp", "attention")
 FROZEN_AGGREGATIONS = ("concat", "sum")
@@ -89,6 +89,10 @@ class SpaceAggregation(nn.Module):
                 f"spaces: expected {self.num_spaces} spaces of {self.num_anchors} anchors, got {len(spaces)} of "
                 f"{spaces[0].shape[1]}"
             )
+        with model_input_errors(spaces[0], "spaces", "SpaceAggregation"):
+            return self._aggregate(spaces)
+
+    def _aggregate(self, spaces: Sequence[torch.Tensor]) -> torch.Tensor:
         normalised = [norm(space) for norm, space in zip(self.norms, spaces, strict=True)]
         if self.aggregation == "concat":
             return torch.cat(normalised, dim=1)

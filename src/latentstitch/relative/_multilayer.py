@@ -15,7 +15,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from latentstitch._validation import ArrayLike, as_float_tensor, check_same_width, match_reference, wrap_like
+from latentstitch._validation import (
+    ArrayLike,
+    as_float_tensor,
+    check_positive_int,
+    check_same_width,
+    match_reference,
+    wrap_like,
+)
 from latentstitch.relative._aggregation import SpaceAggregation, aggregate_spaces
 from latentstitch.relative._projection import relative_projection
 from latentstitch.relative._similarities import get_similarity
@@ -104,6 +111,7 @@ class MultiLayerRelativeProjection(nn.Module):
         **similarity_kwargs: Any,
     ):
         super().__init__()
+        num_layers = check_positive_int(num_layers, "num_layers")
         self.similarity = get_similarity(similarity).name
         self.center = center
         self.similarity_kwargs = similarity_kwargs
@@ -111,7 +119,10 @@ class MultiLayerRelativeProjection(nn.Module):
         self.held = None
         if anchors is not None:
             if len(anchors) != num_layers:
-                raise ValueError(f"anchors: expected {num_layers} arrays, one per layer, got {len(anchors)}")
+                raise ValueError(
+                    f"anchors: expected {num_layers} arrays, one per layer (num_layers={num_layers}), "
+                    f"got {len(anchors)}"
+                )
             self.held = nn.ParameterList(
                 nn.Parameter(as_float_tensor(a, f"anchors[{i}]", ndim=2).detach().clone(), requires_grad=False)
                 for i, a in enumerate(anchors)

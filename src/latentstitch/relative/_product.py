@@ -34,7 +34,10 @@ _HOMOGENEOUS = frozenset({"dot", "euclidean", "l1", "linf"})
 def _check_similarities(similarities: Sequence[str]) -> tuple[str, ...]:
     if isinstance(similarities, str) or len(similarities) == 0:
         raise ValueError(f"similarities: expected a non-empty sequence of registered names, got {similarities!r}")
-    names = tuple(get_similarity(name).name for name in similarities)
+    try:
+        names = tuple(get_similarity(name).name for name in similarities)
+    except ValueError as error:  # get_similarity names the option of one similarity; here it is a list of them
+        raise ValueError(f"similarities: {error}") from None
     if len(set(names)) != len(names):
         raise ValueError(f"similarities: names repeat: {list(names)}")
     return names
@@ -60,11 +63,27 @@ def _spaces(
     center: bool,
     options: Mapping[str, Mapping[str, Any]] | None,
 ) -> list[torch.Tensor]:
-    options = options or {}
+    options = _check_options(similarities, options)
+    return [relative_projection(x, anchors, name, center=center, **options.get(name, {})) for name in similarities]
+
+
+def _check_options(
+    similarities: Sequence[str], options: Mapping[str, Mapping[str, Any]] | None
+) -> Mapping[str, Mapping[str, Any]]:
+    """``{similarity name: {option: value}}`` for some of ``similarities``, each option one that similarity takes."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping) or not all(isinstance(v, Mapping) for v in options.values()):
+        raise TypeError(f"similarity_options: expected {{similarity name: {{option: value}}}}, got {options!r}")
     unknown = set(options) - set(similarities)
     if unknown:
         raise ValueError(f"similarity_options: {sorted(unknown)} are not among the similarities {list(similarities)}")
-    return [relative_projection(x, anchors, name, center=center, **options.get(name, {})) for name in similarities]
+    for name, values in options.items():
+        try:
+            get_similarity(name).check_options(dict(values))
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"similarity_options[{name!r}]: {error}") from None
+    return options
 
 
 def product_of_invariances(
@@ -143,7 +162,7 @@ class ProductOfInvariances(_AnchoredProjection):
         if self.num_anchors is None:
             raise ValueError("num_anchors: the aggregation has parameters per anchor; give num_anchors or anchors")
         self.center = center
-        self.similarity_options = dict(similarity_options or {})
+        self.similarity_options = dict(_check_options(self.similarities, similarity_options))
         self.aggregate = SpaceAggregation(self.num_anchors, len(self.similarities), aggregation)
 
     @property

@@ -128,9 +128,12 @@ class StandardScaling(_AnchorFittedTransform):
     def __init__(self, spread_floor: float = SPREAD_FLOOR):
         self.spread_floor = spread_floor
 
+    def _check_params(self) -> None:
+        check_spread_floor(self.spread_floor)
+
     def fit(self, anchors: ArrayLike, y: object = None) -> StandardScaling:
+        t = self._start_fit(anchors)  # checks the parameters
         floor = check_spread_floor(self.spread_floor)
-        t = self._start_fit(anchors)
         self.mean_ = wrap_like(t.mean(dim=0), anchors)
         self.scale_ = wrap_like(floored_spread(_spread(t), floor).to(t.dtype), anchors)
         return self

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from latentstitch._moments import CrossMoments
+from latentstitch._moments import CrossMoments, rescaled_for_moments
 from latentstitch._validation import ArrayLike, check_same_rows, match_reference
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, as_rows, needs_grad, prepare_pair
 
@@ -81,8 +81,10 @@ def deconfounded_cka(x: ArrayLike, y: ArrayLike, confounder: ArrayLike | None = 
             "confounder: deconfounded CKA needs the confounding representation of the same samples (e.g. the "
             "flattened inputs): deconfounded_cka(x, y, confounder=inputs)"
         )
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="deconfounded CKA")
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="deconfounded CKA", scale_free=True)
+    # invariant to isotropic scaling of the confounder too: brought into range like x and y
     zt = match_reference(as_rows(confounder, "confounder"), xt, "confounder", "x")
+    zt = rescaled_for_moments(zt) if zt.numel() else zt
     check_same_rows(xt, zt, "x", "confounder")
     g = gram_inner_products([xt, yt, zt])
     xy, xx, yy = deconfounded_terms(g)

@@ -37,6 +37,6 @@ def distance_correlation(x: ArrayLike, y: ArrayLike) -> float | torch.Tensor:
     translation of either side. O(n^2) time and memory (three n x n float64 matrices). Differentiable for torch
     inputs (the gradient of a zero distance is taken as zero).
     """
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="distance correlation")
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="distance correlation", scale_free=True)
     a, b = double_centred_distances(xt), double_centred_distances(yt)
     return as_result(distance_correlation_terms(a, b), x, xt)

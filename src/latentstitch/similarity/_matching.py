@@ -17,7 +17,7 @@ import torch
 from scipy.optimize import linear_sum_assignment
 
 from latentstitch._moments import CrossMoments
-from latentstitch._validation import ArrayLike, check_choice
+from latentstitch._validation import ArrayLike, check_bool, check_choice
 from latentstitch.similarity._neighbors import unit_rows
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, needs_grad, prepare_pair
 
@@ -72,6 +72,7 @@ def correlation_match(x: ArrayLike, y: ArrayLike, *, soft: bool = False) -> floa
     or sign flips. A constant neuron correlates 0 with every other. Computed in float64 from moments; differentiable
     for torch inputs (the pairing held fixed).
     """
+    soft = check_bool(soft, "soft")
     xt, yt = prepare_pair(x, y, min_rows=2, measure="correlation match")
     return as_result(correlation_match_from_moments(moments_of(xt, yt), soft), x, xt)
 
@@ -130,7 +131,7 @@ def aligned_cosine(x: ArrayLike, y: ArrayLike) -> float | torch.Tensor:
     Centering: none. Similarity in [-1, 1], symmetric. Invariant to orthogonal maps and isotropic scaling of either
     side; not to translation. Not differentiable. A zero row raises ``ZeroNormError``.
     """
-    xt, yt = prepare_pair(x, y, min_rows=1, measure="aligned cosine similarity")
+    xt, yt = prepare_pair(x, y, min_rows=1, measure="aligned cosine similarity", scale_free=True)
     with torch.no_grad():
         a, b = xt.detach().to(torch.float64), yt.detach().to(torch.float64)
         width = max(a.shape[1], b.shape[1])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from latentstitch._validation import ArrayLike, check_positive_int
+from latentstitch._validation import ArrayLike, check_bool, check_positive_int
 from latentstitch.similarity._neighbors import _chunks, top_k, unit_rows
 from latentstitch.similarity._registry import as_result, prepare_pair
 
@@ -134,6 +134,7 @@ def cknna(x: ArrayLike, y: ArrayLike, k: int = 10, *, normalize: bool = True) ->
     beyond the chunked neighbour search (platonic-rep forms n x n masks); platonic-rep adds 1e-6 to the denominator,
     omitted here.
     """
+    normalize = check_bool(normalize, "normalize")
     xt, yt, k = _prepare(x, y, k, "CKNNA")
     if xt.shape[0] < 4:
         raise ValueError(f"x, y: CKNNA needs at least 4 samples (rows), got {xt.shape[0]}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from latentstitch._backend import matmul
-from latentstitch._validation import ArrayLike, wrap_like
+from latentstitch._validation import ArrayLike, check_bool, wrap_like
 from latentstitch.similarity._registry import as_result, needs_grad, prepare_pair
 
 
@@ -57,7 +57,8 @@ def pnka(x: ArrayLike, y: ArrayLike, *, pointwise: bool = False):
     translation of either side. Computed in float64 in feature space (Gram matrices when features outnumber
     samples); differentiable for torch inputs. A sample whose kernel row is zero raises a ValueError.
     """
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="PNKA")
+    pointwise = check_bool(pointwise, "pointwise")
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="PNKA", scale_free=True)
     scores = pnka_scores(xt, yt)
     if pointwise:
         return wrap_like(scores.to(xt.dtype), x)

@@ -163,15 +163,20 @@ def as_rows(x: object, name: str, finite: bool = True) -> torch.Tensor:
 
 
 def prepare_pair(
-    x: object, y: object, *, min_rows: int, measure: str, finite: bool = True
+    x: object, y: object, *, min_rows: int, measure: str, finite: bool = True, scale_free: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Validate a pair of representations of the same samples; ``y`` follows ``x``'s dtype and device.
-    ``finite=False`` leaves the NaN/inf check to the caller."""
+    ``finite=False`` leaves the NaN/inf check to the caller. ``scale_free=True``, for measures invariant to
+    isotropic scaling of each side: each side is multiplied by the power of two that brings its largest magnitude
+    into [0.5, 1) (exact), so that products and squares of data near the ends of the dtype's range neither
+    overflow nor underflow."""
     xt, yt = as_rows(x, "x", finite), as_rows(y, "y", finite)
     check_same_rows(xt, yt, "x", "y")
     yt = match_reference(yt, xt, "y", "x")
     if xt.shape[0] < min_rows:
         raise ValueError(f"x, y: {measure} needs at least {min_rows} samples (rows), got {xt.shape[0]}")
+    if scale_free and xt.numel() and yt.numel():
+        xt, yt = rescaled_for_moments(xt), rescaled_for_moments(yt)
     return xt, yt
 
 

@@ -23,7 +23,9 @@ from latentstitch._validation import (
     DeferredChecks,
     check_bool,
     check_choice,
+    check_device,
     check_finite,
+    check_nonnegative,
     power_of_two_scale,
 )
 from latentstitch.distributed._arrays import is_dask_array, update_blocks
@@ -63,7 +65,7 @@ class _MomentStream:
     _measure = "this index"
 
     def __init__(self, *, device: torch.device | str | None = None) -> None:
-        self.device = device
+        self.device = check_device(device)
         self.reset()
 
     def reset(self) -> None:
@@ -266,7 +268,7 @@ class StreamingGULP(_MomentStream):
     _measure = "GULP"
 
     def __init__(self, ridge: float = 0.0):
-        self.ridge = ridge
+        self.ridge = check_nonnegative(ridge, "ridge")
         super().__init__()
 
     def _finish(self, moments: CrossMoments) -> torch.Tensor:
@@ -289,7 +291,7 @@ class StreamingEigenspaceOverlap(_MomentStream):
 
     def compute(self) -> float:
         if self.count < 1:
-            raise ValueError(f"{self._measure} needs at least 1 sample; 0 seen so far")
+            raise ValueError(f"compute: {self._measure} needs at least 1 sample; 0 seen so far (add rows with update)")
         return float(self._finish(self.stats))
 
     def _finish(self, moments: CrossMoments) -> torch.Tensor:
@@ -302,7 +304,7 @@ class StreamingCorrelationMatch(_MomentStream):
     _measure = "correlation match"
 
     def __init__(self, soft: bool = False):
-        self.soft = soft
+        self.soft = check_bool(soft, "soft")
         super().__init__()
 
     def _finish(self, moments: CrossMoments) -> torch.Tensor:

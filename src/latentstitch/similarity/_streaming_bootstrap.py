@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._validation import ArrayLike, check_choice, check_positive_int
+from latentstitch._validation import ArrayLike, check_choice, check_positive_int, check_probability, check_seed
 from latentstitch.distributed._arrays import dask_pair, is_dask_array, reduce_blocks
 from latentstitch.similarity._inference import BootstrapCI, confidence_interval
 from latentstitch.similarity._registry import MEASURES, prepare_pair
@@ -56,12 +56,15 @@ class StreamingBootstrap:
         interval: str = "percentile",
         scheme: str = "auto",
     ):
+        if not all(callable(getattr(stream, method, None)) for method in ("update", "compute", "reset")):
+            raise TypeError(
+                f"stream: expected a streaming measure such as StreamingCKA() (with update, compute and reset), got "
+                f"{stream!r}"
+            )
         self.stream = stream
         self.replicates = check_positive_int(replicates, "replicates", minimum=2)
-        self.seed = seed
-        if not 0 < level < 1:
-            raise ValueError(f"level: expected a confidence level in (0, 1), got {level}")
-        self.level = level
+        self.seed = check_seed(seed)
+        self.level = check_probability(level, "level", low_open=True, high_open=True)
         self.interval = check_choice(interval, "interval", ("percentile", "basic"))
         check_choice(scheme, "scheme", ("auto", "poisson", "half"))
         leaves_out_self_pairs = getattr(stream, "debiased", False) or type(stream).__name__ == "StreamingMinibatchCKA"

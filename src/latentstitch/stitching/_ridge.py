@@ -20,6 +20,7 @@ from latentstitch._validation import (
     check_choice,
     check_positive_int,
     check_same_rows,
+    check_seed,
 )
 from latentstitch.relative._transforms import SPREAD_FLOOR, check_spread_floor, floored_spread
 from latentstitch.stitching._base import _AffineMap, moments_of_rows
@@ -103,9 +104,7 @@ def ridge_path(
     check_bool(standardize, "standardize")
     check_choice(ridge_units, "ridge_units", RIDGE_UNITS)
     floor = check_spread_floor(spread_floor)
-    values = np.asarray(ridges, dtype=np.float64).reshape(-1) if not isinstance(ridges, (str, bytes)) else None
-    if values is None or values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
-        raise ValueError(f"ridges: expected a non-empty sequence of finite numbers >= 0, got {ridges!r}")
+    values = check_ridges(ridges)
     a = as_float_tensor(source, "source", ndim=2, min_rows=1)
     b = as_float_tensor(target, "target", ndim=2, min_rows=1)
     check_same_rows(a, b, "source", "target")
@@ -169,6 +168,17 @@ def _fold_path(
     return out
 
 
+def check_ridges(ridges: Any, name: str = "ridges") -> np.ndarray:
+    """A non-empty sequence of finite numbers >= 0 (the candidates of a ridge path), as a float64 vector."""
+    try:
+        values = np.asarray(ridges, dtype=np.float64).reshape(-1) if not isinstance(ridges, (str, bytes)) else None
+    except (TypeError, ValueError):
+        values = None
+    if values is None or values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise ValueError(f"{name}: expected a non-empty sequence of finite numbers >= 0, got {ridges!r}")
+    return values
+
+
 class LeastSquaresCV(_AffineMap):
     """Ridge least squares whose ridge is chosen by cross-validation on the fit data (``ridge_path``).
 
@@ -200,9 +210,19 @@ class LeastSquaresCV(_AffineMap):
         self.seed = seed
         self.bias = bias
 
+    def _check_params(self) -> None:
+        check_ridges(DEFAULT_RIDGES if self.ridges is None else self.ridges)
+        check_positive_int(self.folds, "folds", minimum=2)
+        check_seed(self.seed)
+        check_bool(self.bias, "bias")
+
     def fit(self, a: ArrayLike, b: ArrayLike) -> LeastSquaresCV:
         """Choose the ridge on ``a`` (N, p) -> ``b`` (N, q) by cross-validation, then fit on all rows."""
-        check_bool(self.bias, "bias")
+        self._check_params()
+        # the rows, checked under this method's names (ridge_path names them source and target)
+        check_same_rows(
+            as_float_tensor(a, "a", ndim=2, min_rows=1), as_float_tensor(b, "b", ndim=2, min_rows=1), "a", "b"
+        )
         path = ridge_path(
             a,
             b,
