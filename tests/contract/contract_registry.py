@@ -382,6 +382,16 @@ CLI: dict[str, list[tuple[list[str], str]]] = {
         (["{missing}", "{target}"], "{missing}"),
         (["{source}", "{target}", "--json", "{source}/r.json"], "--json"),  # under a file
         (["{source}", "{target}", "--key", "nope"], "--key"),
+        (["{source}", "{target}", "--permutations", "-1"], "--permutations"),
+        (["{source}", "{target}", "--permutations", "x"], "--permutations"),
+    ],
+    "report": [
+        (["{missing}", "-o", "{out}/r.html"], "RESULTS_DIR"),
+        (["{out}", "-o", "{out}/r.html"], "RESULTS_DIR"),  # a folder without any result file
+        (["{source}", "-o", "{out}/r.html"], "RESULTS_DIR"),  # an embedding table, not a result file
+        (["{out}", "-o", "{out}/r.json"], "--output"),
+        (["{out}", "-o", "{source}/r.html"], "--output"),  # under a file
+        (["{out}", "--foo"], "--foo"),
     ],
 }
 # Commands that take --out FOLDER and --quiet: every bad case above runs with them, into a fresh folder.

@@ -42,6 +42,8 @@ def main(args: argparse.Namespace) -> int:
         source = Path("latentstitch-results") if Path("latentstitch-results").is_dir() else Path("results")
     if not source.exists():
         raise UsageError(f"RESULTS_DIR: no such folder: {str(source)!r}")
+    if args.output.suffix.lower() not in (".html", ".htm"):
+        raise UsageError(f"--output: the report is an HTML page; give a file name ending in .html, got {args.output}")
     target = output_file(args.output, "--output")
     paths = find_results(source)
     if not paths:
