@@ -37,7 +37,12 @@ UNPAIRED_DRAWS = 1  # UnpairedAlignment uses no pair; one fit at the official bu
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--out", default="results/alignment_budgets", help="folder for results.json and table.md")
+    parser.add_argument(
+        "--out",
+        default="latentstitch-results/alignment_budgets",
+        help="folder for results.json and table.md (default latentstitch-results/alignment_budgets; the committed "
+        "run in results/alignment_budgets is written only when named)",
+    )
     parser.add_argument("--words", type=int, default=3000, help="candidate words of the word pair (default 3000)")
     parser.add_argument("--pairs", default="words,text", help="which pairs to run: words, text or both (default)")
 
@@ -151,7 +156,7 @@ def run(args) -> None:
     if getattr(args, "quick", False):
         _OPTIONS.update(draws=1, unpaired=QUICK_UNPAIRED)
     torch.manual_seed(0)
-    out_dir = Path(getattr(args, "out", "results/alignment_budgets"))
+    out_dir = Path(getattr(args, "out", "latentstitch-results/alignment_budgets"))
     out_dir.mkdir(parents=True, exist_ok=True)
     n_words = int(getattr(args, "words", 3000))
     started = time.perf_counter()

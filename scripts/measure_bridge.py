@@ -99,7 +99,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="anchor draws (default 0 1 2)")
     parser.add_argument("--pairs", nargs="+", default=list(PAIRS), choices=list(PAIRS))
-    parser.add_argument("--out", type=Path, default=Path("results/bridge"))
+    parser.add_argument("--out", type=Path, default=Path("latentstitch-results/bridge"))  # results/bridge: when named
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--summarise", type=Path, default=None, metavar="JSON", help="only rewrite the tables of a run")
     args = parser.parse_args()

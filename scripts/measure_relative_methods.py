@@ -542,7 +542,9 @@ SECTIONS = (
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=Path("results/relative-methods"))
+    parser.add_argument(
+        "--out", type=Path, default=Path("latentstitch-results/relative-methods")
+    )  # results/: when named
     parser.add_argument("--quick", action="store_true", help="small sizes, minutes")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--sections", nargs="*", default=list(SECTIONS), choices=SECTIONS)
