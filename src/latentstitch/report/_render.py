@@ -283,11 +283,21 @@ def render_html(paths: Sequence[str | Path], *, title: str = "latentstitch resul
         for i, (result, anchor) in enumerate(zip(results, anchors, strict=True))
     ]
     stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    kinds = {result.kind for result in results}
+    guides = []
+    if kinds & {"reproduction", "demo"}:
+        guides.append(
+            "Each reproduction shows the paper's patterns beside ours (✓ held / ✗ not held by the declared rule), its "
+            "setting and how it differs from the paper, its tables and figures."
+        )
+    if kinds & {"bridge", "compare"}:
+        guides.append(
+            "Each bridge shows every route's cross-validated scores on the anchors and the choice; each comparison "
+            "the similarity indices of two embedding files."
+        )
     intro = (
         f'<p class="muted">{len(results)} result file(s){" from " + _escape(source) if source else ""}; generated '
-        f"{stamp} by latentstitch {_escape(__version__)}. Each reproduction shows the paper's patterns beside ours "
-        "(✓ held / ✗ not held by the declared rule), its setting and how it differs from the paper, its tables and "
-        "figures.</p>"
+        f"{stamp} by latentstitch {_escape(__version__)}. {' '.join(guides)}</p>"
     )
     if not results:
         intro += '<p class="callout">No result file found.</p>'
