@@ -3,6 +3,7 @@
     latentstitch reproduce --list
     latentstitch reproduce NAME [--quick] [--out FOLDER]
     latentstitch reproduce --all --quick --check
+    latentstitch reproduce frankenstein --out results/frankenstein --resume   # go on after an interruption
 
 Each reproduction writes ./latentstitch-results/NAME/ (or --out FOLDER): results.json (every number), results.md
 (the paper's patterns with their verdicts, tables with the paper's numbers beside ours, how the setting differs from
@@ -14,6 +15,10 @@ The committed full runs in the repository's results/NAME/ are written only when 
 --quick runs a smaller but real version of each experiment (a minute or two on 2 cores) that judges the headline
 patterns only; --check exits with status 1 when a headline pattern does not hold (CI runs
 `reproduce --all --quick --check`).
+
+The runs of hours (RESUMABLE) keep their finished stages in FOLDER/checkpoint while they run; after an interruption
+(a closed session, Ctrl-C) --resume goes on from there with the same settings, giving the numbers an uninterrupted run
+gives. Without --resume a run starts over.
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ REPRODUCTIONS: dict[str, str] = {
     "word-embeddings": "latentstitch.experiments.word_embeddings",
 }
 
+#: Reproductions whose run(...) also takes ``resume: bool`` (a checkpoint of finished stages in OUT/checkpoint).
+RESUMABLE: tuple[str, ...] = ("frankenstein",)
+
 
 def load(name: str) -> ModuleType:
     if name not in REPRODUCTIONS:
@@ -71,6 +79,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--overwrite", action="store_true", help="let a --quick run replace the results of a full run in --out"
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on with an interrupted run from the checkpoint in its --out folder (the runs of hours: "
+        f"{', '.join(RESUMABLE)}); without it a run starts over",
     )
     parser.add_argument(
         "--check", action="store_true", help="exit with status 1 when a headline pattern does not hold (or a run fails)"
@@ -103,6 +117,8 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("--workers and --scheduler: give one (a local cluster of N workers, or an existing one)")
     names = sorted(REPRODUCTIONS) if args.all else [args.name]
     modules = {name: load(name) for name in names}
+    if args.resume and not args.all and args.name not in RESUMABLE:
+        raise UsageError(f"--resume: {args.name} keeps no checkpoint; the runs that do: {', '.join(RESUMABLE)}")
     if args.all:
         root = args.out if args.out is not None else DEFAULT_ROOT
         folders = {name: root / name for name in names}
@@ -121,7 +137,12 @@ def main(args: argparse.Namespace) -> int:
         for name, module in modules.items():
             started = time.perf_counter()
             try:
-                report = module.run(quick=args.quick, out_dir=folders[name], progress=not args.quiet)
+                resume = {"resume": args.resume} if name in RESUMABLE else {}
+                report = module.run(quick=args.quick, out_dir=folders[name], progress=not args.quiet, **resume)
+            except KeyboardInterrupt:
+                if name in RESUMABLE:
+                    _resume_hint(name, folders[name], args.quick)
+                raise
             except Exception as error:  # with --all, one failed run must not hide the others
                 if not args.all:
                     raise
@@ -134,6 +155,14 @@ def main(args: argparse.Namespace) -> int:
         _print_summary(outcomes, args.quick)
     failed = [name for name, report, _, error in outcomes if report is None or report.headline_failures]
     return 1 if args.check and failed else 0
+
+
+def _resume_hint(name: str, folder: Path, quick: bool) -> None:
+    import sys
+
+    if (folder / "checkpoint").is_dir():
+        command = f"latentstitch reproduce {name}{' --quick' if quick else ''} --out {folder} --resume"
+        print(f"{name}: its finished stages are kept in {folder / 'checkpoint'}; `{command}` goes on", file=sys.stderr)
 
 
 def check_replaceable(folder: Path, *, quick: bool, overwrite: bool) -> None:

@@ -18,13 +18,14 @@ twelve patterns and how our numbers judge them. ``latentstitch reproduce franken
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from latentstitch.experiments._checkpoint import FOLDER as CHECKPOINT
+from latentstitch.experiments._checkpoint import Checkpoint
 from latentstitch.experiments._report import Report, ResultTable, judge
 from latentstitch.experiments.frankenstein import (
     exp6_mode_connectivity,
@@ -48,22 +49,42 @@ PAPER = (
 __all__ = ["FULL", "HELP", "PAPER", "QUICK", "Config", "render", "render_saved", "run"]
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
-    """Train the networks, run every experiment, draw the figures into ``out_dir``; return the report."""
+def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False) -> Report:
+    """Train the networks, run every experiment, draw the figures into ``out_dir``; return the report.
+
+    Finished stages (base networks, each experiment) are kept in ``out_dir/checkpoint`` until the report is drawn;
+    ``resume=True`` goes on from those of an interrupted run of the same settings (``reproduce --resume``)."""
     from threadpoolctl import threadpool_limits
 
     # numpy's BLAS (direct matching) gets the same thread budget as torch: with more threads than free cores it
     # spin-waits, and a least-squares fit that takes 0.1 s alone took 10 s on the busy 2-core machine.
     with threadpool_limits(limits=torch.get_num_threads()):
         config = QUICK if quick else FULL
-        started = time.perf_counter()
-        numbers = measure(config, progress)
-        return render(numbers, config, Path(out_dir), quick=quick, seconds=time.perf_counter() - started)
+        checkpoint = Checkpoint(
+            Path(out_dir) / CHECKPOINT,
+            # the thread count too: float sums in another order would change the numbers a resumed run must keep
+            {"reproduction": "frankenstein", "quick": quick, "threads": torch.get_num_threads(), **asdict(config)},
+            resume=resume,
+            log=_log if progress else lambda text: None,
+        )
+        numbers = measure(config, progress, checkpoint)
+        report = render(numbers, config, Path(out_dir), quick=quick, seconds=checkpoint.seconds())
+        checkpoint.finish()
+        return report
 
 
-def measure(config: Config, progress: bool) -> dict[str, Any]:
-    """Every experiment's numbers (plain JSON values), in the order the base networks are needed."""
+def _log(text: str) -> None:
+    from rich.console import Console
+
+    Console(stderr=True).log(text)
+
+
+def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
+    """Every experiment's numbers (plain JSON values), in the order the base networks are needed; each finished
+    experiment kept in ``checkpoint`` (if given) and taken from it when it is there already."""
     from latentstitch.experiments.frankenstein.context import Context
+
+    checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, {}, resume=False)
 
     stages = 2 + 2 + len(config.init_layers) * (2 * config.init_runs + 1) + 1 + 1
     stages += len(config.rank_layers) * len(config.ranks) + len(config.widths) - 1 + 2 * (len(config.widths) - 1)
@@ -78,14 +99,28 @@ def measure(config: Config, progress: bool) -> dict[str, Any]:
                 return
             bar.console.log(description)
 
-        context = Context(config, stage)
-        figure2 = fig2_layers.measure(context)
-        experiment5, random_layers = fig6_init.measure(context)
-        experiment6 = exp6_mode_connectivity.measure(context, experiment5, random_layers)
-        figure5 = fig5_cka_penalty.measure(context)
-        figure7 = fig7_low_rank.measure(context)
-        figure8 = fig8_sparsity.measure(context)
-        experiment2 = fig3_width.measure(context, figure2)
+        context = Context(config, stage, checkpoint)
+        figure2 = checkpoint.numbers("figure2", lambda: fig2_layers.measure(context))
+
+        def experiment5() -> dict[str, Any]:
+            runs, layers = fig6_init.measure(context)
+            checkpoint.tensors("experiment5_random_layers", lambda: fig6_init.layer_tensors(layers))
+            return runs
+
+        experiment5 = checkpoint.numbers("experiment5", experiment5)
+
+        def experiment6() -> dict[str, Any]:
+            tensors = checkpoint.tensors("experiment5_random_layers", _missing("experiment5_random_layers"))
+            layers = fig6_init.layers_from_tensors(context, tensors)
+            return exp6_mode_connectivity.measure(context, experiment5, layers)
+
+        experiment6 = checkpoint.numbers("experiment6", experiment6)
+        figure5 = checkpoint.numbers("figure5", lambda: fig5_cka_penalty.measure(context))
+        figure7 = checkpoint.numbers("figure7", lambda: fig7_low_rank.measure(context))
+        figure8 = checkpoint.numbers("figure8", lambda: fig8_sparsity.measure(context))
+        experiment2 = checkpoint.numbers("experiment2", lambda: fig3_width.measure(context, figure2))
+        for width, seed in [(w, s) for w in config.widths for s in config.seeds]:
+            context.model(width, seed)  # every base network's accuracy for the table (from the checkpoint if resumed)
         bar.update(task, completed=stages, description="frankenstein: done")
     return {
         "config": asdict(config),
@@ -100,6 +135,13 @@ def measure(config: Config, progress: bool) -> dict[str, Any]:
         "figure8": figure8,
         "experiment2": experiment2,
     }
+
+
+def _missing(name: str):
+    def fail() -> dict[str, torch.Tensor]:
+        raise ValueError(f"--resume: the checkpoint lacks {name}, which a finished stage needs; start over")
+
+    return fail
 
 
 def render(numbers: dict[str, Any], config: Config, out_dir: Path, *, quick: bool, seconds: float | None) -> Report:

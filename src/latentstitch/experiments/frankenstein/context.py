@@ -11,18 +11,21 @@ import numpy as np
 import torch
 from torch import nn
 
+from latentstitch.experiments._checkpoint import Checkpoint
 from latentstitch.experiments._report import save_figure
 from latentstitch.experiments.frankenstein.config import Config
 
 
 class Context:
-    """Data, base networks and the stitching settings every experiment uses; ``stage(text)`` reports progress."""
+    """Data, base networks and the stitching settings every experiment uses; ``stage(text)`` reports progress;
+    ``checkpoint`` keeps the trained base networks (and the run's finished stages) of a run that may be resumed."""
 
-    def __init__(self, config: Config, stage: Callable[[str], None]):
+    def __init__(self, config: Config, stage: Callable[[str], None], checkpoint: Checkpoint | None = None):
         from latentstitch.data import load_fashion_mnist
 
         self.config = config
         self.stage = stage
+        self.checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, {}, resume=False)
         data = load_fashion_mnist(n_train=config.n_train, n_test=config.n_test, seed=0)
         self.x_train, self.y_train = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
         self.x_test, self.y_test = torch.from_numpy(data.x_test), torch.from_numpy(data.y_test)
@@ -38,17 +41,23 @@ class Context:
         from latentstitch.models import accuracy, tiny10, train_classifier
 
         if (width, seed) not in self.models:
-            self.stage(f"training Tiny-10 x{width:g} seed {seed}")
-            torch.manual_seed(seed)
+
+            def train() -> dict[str, torch.Tensor]:
+                self.stage(f"training Tiny-10 x{width:g} seed {seed}")
+                torch.manual_seed(seed)
+                model = tiny10(width)
+                train_classifier(
+                    model,
+                    self.x_train,
+                    self.y_train,
+                    epochs=self.config.base_epochs,
+                    batch_size=self.config.base_batch,
+                    seed=seed,
+                )
+                return model.state_dict()
+
             model = tiny10(width)
-            train_classifier(
-                model,
-                self.x_train,
-                self.y_train,
-                epochs=self.config.base_epochs,
-                batch_size=self.config.base_batch,
-                seed=seed,
-            )
+            model.load_state_dict(self.checkpoint.tensors(f"base_x{width:g}_seed{seed}", train))
             self.models[width, seed] = model
             self.base_accuracy[width, seed] = accuracy(model, self.x_test, self.y_test)
         return self.models[width, seed]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 from torch import nn
 
 from latentstitch.experiments._report import ResultTable, mean_std
@@ -50,6 +51,33 @@ def measure(context: Context) -> tuple[dict[str, Any], dict[str, list[nn.Module]
                 if track:
                     runs[layer]["traces"].append(outcome.trace)
     return runs, random_layers
+
+
+def layer_tensors(random_layers: dict[str, list[nn.Module]]) -> dict[str, torch.Tensor]:
+    """The random-init stitching layers as tensors (``LAYER.RUN.PARAMETER``), for the run's checkpoint."""
+    return {
+        f"{layer}.{run}.{name}": value
+        for layer, modules in random_layers.items()
+        for run, module in enumerate(modules)
+        for name, value in module.state_dict().items()
+    }
+
+
+def layers_from_tensors(context: Context, tensors: dict[str, torch.Tensor]) -> dict[str, list[nn.Module]]:
+    """``layer_tensors`` back into stitching layers of the main pair (strict: every parameter present)."""
+    from latentstitch.stitching import stitch
+
+    model_a, model_b = context.pair()
+    out: dict[str, list[nn.Module]] = {}
+    for layer in context.config.init_layers:
+        out[layer] = []
+        for run in range(context.config.init_runs):
+            prefix = f"{layer}.{run}."
+            module = stitch(model_a, model_b, layer, layer).initialize("random", example=context.probe[:2])
+            state = {key[len(prefix) :]: value for key, value in tensors.items() if key.startswith(prefix)}
+            module.stitching_layer.load_state_dict(state)
+            out[layer].append(module.stitching_layer)
+    return out
 
 
 def table(numbers: dict[str, Any]) -> ResultTable:
