@@ -105,6 +105,17 @@ class Checkpoint:
                 self._tensors[name] = tensors
         return self._tensors[name]
 
+    def kept_tensors(self, name: str) -> dict[str, torch.Tensor]:
+        """The tensors a finished stage kept alongside its numbers (an error naming ``--resume`` if they are gone)."""
+
+        def missing() -> dict[str, torch.Tensor]:
+            raise ValueError(
+                f"--resume: the checkpoint in {str(self.folder)!r} lacks {name}, which a finished stage kept; "
+                "run without --resume to start over"
+            )
+
+        return self.tensors(name, missing)
+
     def seconds(self) -> float:
         """Wall-clock seconds of the whole run: this one's, plus the finished stages' of the runs it resumes."""
         return self._before + time.perf_counter() - self._started
@@ -129,3 +140,10 @@ def _write_text(path: Path, text: str) -> None:
     partial = path.with_name(f"{path.name}.partial")
     partial.write_text(text + "\n", encoding="utf-8")
     os.replace(partial, path)  # atomic: an interrupted write leaves no half-written stage behind
+
+
+def console_log(text: str) -> None:
+    """A timestamped line on stderr (rich), as the runs' progress lines."""
+    from rich.console import Console
+
+    Console(stderr=True).log(text)

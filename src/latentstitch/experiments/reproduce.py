@@ -53,7 +53,7 @@ REPRODUCTIONS: dict[str, str] = {
 }
 
 #: Reproductions whose run(...) also takes ``resume: bool`` (a checkpoint of finished stages in OUT/checkpoint).
-RESUMABLE: tuple[str, ...] = ("frankenstein",)
+RESUMABLE: tuple[str, ...] = ("ae-stitching", "frankenstein")
 
 
 def load(name: str) -> ModuleType:

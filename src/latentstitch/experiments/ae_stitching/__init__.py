@@ -12,12 +12,14 @@ paper shows and how our numbers judge it; ``tables`` and ``figures``: what the r
 
 from __future__ import annotations
 
-import time
+import functools
 from pathlib import Path
 
 import torch
 
 from latentstitch._progress import progress_bar
+from latentstitch.experiments._checkpoint import FOLDER as CHECKPOINT
+from latentstitch.experiments._checkpoint import Checkpoint, console_log
 from latentstitch.experiments._image_tasks import load_image_task
 from latentstitch.experiments._report import Report, judge
 from latentstitch.experiments.ae_stitching import figures, patterns, tables
@@ -33,41 +35,25 @@ PAPER = (
 __all__ = ["HELP", "KINDS", "PAPER", "PAPER_MSE", "run", "settings", "test_mse"]
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
-    from latentstitch import select_anchors
+def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False) -> Report:
+    """Train every model, stitch, draw the figures into ``out_dir``; return the report.
 
-    started = time.perf_counter()
+    Each finished (dataset, model, latent) stage is kept in ``out_dir/checkpoint`` until the report is drawn;
+    ``resume=True`` goes on from those of an interrupted run of the same settings (``reproduce --resume``)."""
     config = settings(quick)
+    checkpoint = Checkpoint(
+        Path(out_dir) / CHECKPOINT,
+        {"reproduction": "ae-stitching", "quick": quick, "threads": torch.get_num_threads(), **config},
+        resume=resume,
+        log=console_log if progress else lambda text: None,
+    )
     seeds = config["seeds"]
     tasks = {
         key: load_image_task(key, n_train=n_train, n_test=n_test)
         for key, (n_train, n_test, _) in config["sizes"].items()
     }
     baselines = {key: mean_image_mse(task) for key, task in tasks.items()}
-    mse: dict[str, dict] = {}
-    samples: dict[str, dict[str, torch.Tensor]] = {}
-    with progress_bar(progress) as bar:
-        for key, task in tasks.items():
-            flat = task.x_train.flatten(1).numpy()
-            anchor_index = select_anchors(flat, config["anchors"], "stratified", labels=task.y_train.numpy(), seed=0)
-            anchors = task.x_train[anchor_index]  # parallel anchors: the same images for every seed
-            shown = task.x_test[:8]
-            samples[key] = {"original": shown}
-            for model_kind, latent in config["kinds"]:
-                models = train_kind(task, model_kind, latent, anchors, config, config["sizes"][key][2], bar)
-                mse[f"{key}/{model_kind}/{latent}"] = errors = stitching_errors(models, task.x_test)
-                if bar is not None:  # a line per kind, visible in a log file too
-                    own, crossed = errors["non_stitched_mean_std"][0], errors["stitched_mean_std"][0]
-                    bar.console.log(
-                        f"{task.name} {model_kind} {latent}: non-stitched {own * 1e3:.2f}, "
-                        f"stitched {crossed * 1e3:.2f} "
-                        f"(x 10^-3; mean image {baselines[key] * 1e3:.2f})"
-                    )
-                first, second = seeds[0], seeds[1]
-                with torch.no_grad():
-                    codes = models[first].encode(shown)
-                    samples[key][f"{model_kind} {latent} non-stitched"] = models[first].decode(codes)
-                    samples[key][f"{model_kind} {latent} stitched"] = models[second].decode(codes)
+    mse, samples = measure(config, tasks, baselines, progress, checkpoint)
 
     out = Path(out_dir)
     kinds = config["kinds"]
@@ -82,7 +68,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         f"{task.name} {len(task.x_train):,} / {len(task.x_test):,} for {config['sizes'][key][2]} epochs"
         for key, task in tasks.items()
     )
-    return Report(
+    report = Report(
         name="ae-stitching",
         title="Zero-shot AE/VAE stitching across seeds: absolute vs relative latents",
         paper=PAPER,
@@ -123,6 +109,61 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
             "mean_image_baseline": baselines,
             "config": {k: list(v) if isinstance(v, tuple) else v for k, v in config.items()},
         },
-        seconds=time.perf_counter() - started,
+        seconds=checkpoint.seconds(),
         quick=quick,
     )
+    checkpoint.finish()
+    return report
+
+
+def measure(
+    config: dict, tasks: dict, baselines: dict[str, float], progress: bool, checkpoint: Checkpoint | None = None
+) -> tuple[dict[str, dict], dict[str, dict[str, torch.Tensor]]]:
+    """Test errors of every (dataset, model, latent) and reconstructions of 8 test images per dataset, each stage
+    kept in ``checkpoint`` (if given) and taken from it when it is there already."""
+    from latentstitch import select_anchors
+
+    checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, {}, resume=False)
+    mse: dict[str, dict] = {}
+    samples: dict[str, dict[str, torch.Tensor]] = {}
+    with progress_bar(progress) as bar:
+        for key, task in tasks.items():
+            flat = task.x_train.flatten(1).numpy()
+            anchor_index = select_anchors(flat, config["anchors"], "stratified", labels=task.y_train.numpy(), seed=0)
+            anchors = task.x_train[anchor_index]  # parallel anchors: the same images for every seed
+            shown = task.x_test[:8]
+            samples[key] = {"original": shown}
+            for model_kind, latent in config["kinds"]:
+                stage = f"{key}_{model_kind}_{latent}"
+                train = functools.partial(
+                    _train_and_stitch, task, model_kind, latent, anchors, config, key, shown, bar, checkpoint, stage
+                )
+                mse[f"{key}/{model_kind}/{latent}"] = errors = checkpoint.numbers(stage, train)
+                shown_back = checkpoint.kept_tensors(f"{stage}_reconstructions")
+                if bar is not None:  # a line per kind, visible in a log file too
+                    own, crossed = errors["non_stitched_mean_std"][0], errors["stitched_mean_std"][0]
+                    bar.console.log(
+                        f"{task.name} {model_kind} {latent}: non-stitched {own * 1e3:.2f}, "
+                        f"stitched {crossed * 1e3:.2f} "
+                        f"(x 10^-3; mean image {baselines[key] * 1e3:.2f})"
+                    )
+                samples[key][f"{model_kind} {latent} non-stitched"] = shown_back["non_stitched"]
+                samples[key][f"{model_kind} {latent} stitched"] = shown_back["stitched"]
+    return mse, samples
+
+
+def _train_and_stitch(
+    task, model_kind: str, latent: str, anchors, config: dict, key: str, shown, bar, checkpoint, stage: str
+) -> dict:
+    """One stage: the models of every seed, their errors, and 8 reconstructions (kept before the errors, so a
+    checkpoint holding the errors holds them too)."""
+    models = train_kind(task, model_kind, latent, anchors, config, config["sizes"][key][2], bar)
+    first, second = config["seeds"][0], config["seeds"][1]
+
+    def reconstructions() -> dict[str, torch.Tensor]:
+        with torch.no_grad():
+            codes = models[first].encode(shown)
+            return {"non_stitched": models[first].decode(codes), "stitched": models[second].decode(codes)}
+
+    checkpoint.tensors(f"{stage}_reconstructions", reconstructions)
+    return stitching_errors(models, task.x_test)

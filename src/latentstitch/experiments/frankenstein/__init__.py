@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from latentstitch.experiments._checkpoint import FOLDER as CHECKPOINT
-from latentstitch.experiments._checkpoint import Checkpoint
+from latentstitch.experiments._checkpoint import Checkpoint, console_log
 from latentstitch.experiments._report import Report, ResultTable, judge
 from latentstitch.experiments.frankenstein import (
     exp6_mode_connectivity,
@@ -65,18 +65,12 @@ def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False) -> 
             # the thread count too: float sums in another order would change the numbers a resumed run must keep
             {"reproduction": "frankenstein", "quick": quick, "threads": torch.get_num_threads(), **asdict(config)},
             resume=resume,
-            log=_log if progress else lambda text: None,
+            log=console_log if progress else lambda text: None,
         )
         numbers = measure(config, progress, checkpoint)
         report = render(numbers, config, Path(out_dir), quick=quick, seconds=checkpoint.seconds())
         checkpoint.finish()
         return report
-
-
-def _log(text: str) -> None:
-    from rich.console import Console
-
-    Console(stderr=True).log(text)
 
 
 def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
@@ -110,7 +104,7 @@ def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None
         experiment5 = checkpoint.numbers("experiment5", experiment5)
 
         def experiment6() -> dict[str, Any]:
-            tensors = checkpoint.tensors("experiment5_random_layers", _missing("experiment5_random_layers"))
+            tensors = checkpoint.kept_tensors("experiment5_random_layers")
             layers = fig6_init.layers_from_tensors(context, tensors)
             return exp6_mode_connectivity.measure(context, experiment5, layers)
 
@@ -135,13 +129,6 @@ def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None
         "figure8": figure8,
         "experiment2": experiment2,
     }
-
-
-def _missing(name: str):
-    def fail() -> dict[str, torch.Tensor]:
-        raise ValueError(f"--resume: the checkpoint lacks {name}, which a finished stage needs; start over")
-
-    return fail
 
 
 def render(numbers: dict[str, Any], config: Config, out_dir: Path, *, quick: bool, seconds: float | None) -> Report:
