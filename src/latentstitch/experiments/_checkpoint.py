@@ -98,9 +98,7 @@ class Checkpoint:
                 if path is not None:
                     from safetensors.torch import save_file
 
-                    partial = path.with_name(f"{path.name}.partial")
-                    save_file(tensors, str(partial))
-                    os.replace(partial, path)
+                    _replace(path, lambda partial: save_file(tensors, str(partial)))
                     self._kept()
                 self._tensors[name] = tensors
         return self._tensors[name]
@@ -137,9 +135,14 @@ def _plain(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write_text(path: Path, text: str) -> None:
+    _replace(path, lambda partial: partial.write_text(text + "\n", encoding="utf-8"))
+
+
+def _replace(path: Path, write: Callable[[Path], Any]) -> None:
+    """``write`` a sibling file, then move it onto ``path``: an interrupted write leaves no half-written stage."""
     partial = path.with_name(f"{path.name}.partial")
-    partial.write_text(text + "\n", encoding="utf-8")
-    os.replace(partial, path)  # atomic: an interrupted write leaves no half-written stage behind
+    write(partial)
+    os.replace(partial, path)
 
 
 def console_log(text: str) -> None:

@@ -160,9 +160,11 @@ def main(args: argparse.Namespace) -> int:
 def _resume_hint(name: str, folder: Path, quick: bool) -> None:
     import sys
 
-    if (folder / "checkpoint").is_dir():
+    from latentstitch.experiments._checkpoint import FOLDER
+
+    if (folder / FOLDER).is_dir():
         command = f"latentstitch reproduce {name}{' --quick' if quick else ''} --out {folder} --resume"
-        print(f"{name}: its finished stages are kept in {folder / 'checkpoint'}; `{command}` goes on", file=sys.stderr)
+        print(f"{name}: its finished stages are kept in {folder / FOLDER}; `{command}` goes on", file=sys.stderr)
 
 
 def check_replaceable(folder: Path, *, quick: bool, overwrite: bool) -> None:
