@@ -22,7 +22,7 @@ from typing import Any
 
 def set_threads(threads: int) -> str:
     """Pin torch and every BLAS/OpenMP pool to ``threads``; return a line describing the setting."""
-    from latentstitch._backend import set_threads as pin
+    from latentstitch._core.device import set_threads as pin
 
     return pin(threads)
 

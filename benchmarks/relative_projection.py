@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch.nn.functional import normalize
 
-import latentstitch._backend as backend
+import latentstitch._core.numerics as backend
 from latentstitch import relative_projection
 
 SIZES = {"full": (100_000, 768, 768), "quick": (20_000, 256, 256)}

@@ -107,7 +107,7 @@ def main() -> int:
         print(summarise(json.loads(args.summarise.read_text())))
         return 0
 
-    from latentstitch._backend import set_threads
+    from latentstitch._core.device import set_threads
     from latentstitch.bridge import LinearHead, resolve_routes
 
     set_threads(args.threads)

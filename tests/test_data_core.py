@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from latentstitch._extras import require, require_file
+from latentstitch._core.extras import require, require_file
 from latentstitch.data import (
     Graph,
     LabelledSplit,

@@ -197,7 +197,7 @@ def test_batched_trees_span_each_cloud_with_minimum_weight(b, n, grid, seed, acc
     """Boruvka's rounds against scipy's Kruskal: every tree has n - 1 edges joining all points without a cycle, and
     the least total weight, also on integer grids full of equal distances and duplicate points (ties). Both paths:
     stopping once done (where reading a flag is free) and the fixed worst-case rounds of an accelerator."""
-    import latentstitch._validation as validation
+    import latentstitch._core.device as validation
 
     validation.DEFER_ON_CPU, before = accelerator_path, validation.DEFER_ON_CPU
     try:

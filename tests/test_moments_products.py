@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-import latentstitch._moments as moments_module
-from latentstitch._moments import CrossMoments
+import latentstitch._core.moments as moments_module
+from latentstitch._core.moments import CrossMoments
 
 
 def data(n=500, seed=0):

@@ -10,7 +10,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from latentstitch import LatentTranslator, LeastSquares, StandardScaling
-from latentstitch._persist import load
+from latentstitch._core.persist import load
 
 
 def _fitted(tmp_path):

@@ -10,7 +10,8 @@ import torch
 from scipy.spatial.distance import cdist
 
 from latentstitch import relative_projection
-from latentstitch.relative import SIMILARITIES, ZeroNormError, register_similarity
+from latentstitch._core.errors import ZeroNormError
+from latentstitch.relative import SIMILARITIES, register_similarity
 
 
 def _geodesic_reference(x: np.ndarray, a: np.ndarray, k: int = 10) -> np.ndarray:

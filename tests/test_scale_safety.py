@@ -15,8 +15,9 @@ import torch
 
 from latentstitch import relative_projection
 from latentstitch import similarity as sim
+from latentstitch._core.errors import ZeroNormError
 from latentstitch.losses import death_times
-from latentstitch.relative import SIMILARITIES, ZeroNormError
+from latentstitch.relative import SIMILARITIES
 from latentstitch.stitching import LeastSquares, Procrustes
 
 MAGNITUDES = [(torch.float32, 1e-30), (torch.float32, 1e20), (torch.float64, 1e-200), (torch.float64, 1e200)]
@@ -65,7 +66,7 @@ def test_overflowing_dot_similarity_is_named_with_its_row(device):
 @pytest.mark.parametrize("chunked", [False, True])
 def test_relative_projection_at_extreme_magnitudes(name, dtype, scale, chunked, device, monkeypatch):
     if chunked:  # several chunks, their checks read once at the end (as on a GPU), and the failing ones redone
-        monkeypatch.setattr("latentstitch._validation.DEFER_ON_CPU", True)
+        monkeypatch.setattr("latentstitch._core.device.DEFER_ON_CPU", True)
     assert set(DEGREE) == set(SIMILARITIES)
     base_x = np.random.default_rng(0).standard_normal((23, 6))
     base_anchors = np.random.default_rng(1).standard_normal((9, 6))
@@ -105,7 +106,7 @@ def test_a_zero_row_is_still_an_error_next_to_tiny_ones(device):
 def test_deferred_checks_name_the_first_bad_row_across_chunks(device, monkeypatch):
     """Checks read once at the end (a GPU's path, forced here on any device) still report the first bad row of
     the whole input, whichever kind of error it has."""
-    monkeypatch.setattr("latentstitch._validation.DEFER_ON_CPU", True)
+    monkeypatch.setattr("latentstitch._core.device.DEFER_ON_CPU", True)
     x = torch.randn(40, 3, device=device)
     x[9] = 0
     x[17, 1] = float("nan")
@@ -186,7 +187,7 @@ def test_stitching_fits_at_extreme_magnitudes(estimator, dtype, scale, device):
 @pytest.mark.parametrize("accelerator_path", [False, True])
 @pytest.mark.parametrize(("dtype", "scale"), MAGNITUDES, ids=IDS)
 def test_death_times_scale_with_the_cloud(dtype, scale, accelerator_path, device, monkeypatch):
-    monkeypatch.setattr("latentstitch._validation.DEFER_ON_CPU", accelerator_path)
+    monkeypatch.setattr("latentstitch._core.device.DEFER_ON_CPU", accelerator_path)
     points = _scaled(np.random.default_rng(4).standard_normal((30, 5)), scale, dtype, device)
     got = death_times(points)
     expected = (death_times(_unit(points, scale)) * scale).to(dtype)
@@ -221,7 +222,7 @@ def test_l2_output_norm_at_extreme_magnitudes(dtype, scale, accelerator_path, de
     """The l2 output normalisation of a layer (``r / max(|r|, 1e-12)``, no wait for an accelerator) is exact for
     rows of any magnitude: here dot similarities of vectors scaled so that the outputs are ~scale (tiny rows are
     divided by the clamp, huge ones by their norm, which squares would overflow)."""
-    monkeypatch.setattr("latentstitch._validation.DEFER_ON_CPU", accelerator_path)
+    monkeypatch.setattr("latentstitch._core.device.DEFER_ON_CPU", accelerator_path)
     from latentstitch import RelativeProjection
 
     generator = torch.Generator().manual_seed(5)

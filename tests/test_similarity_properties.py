@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from latentstitch import similarity as sim
-from latentstitch._moments import RankDeficiencyWarning
-from latentstitch.relative import ZeroNormError
+from latentstitch._core.errors import ZeroNormError
+from latentstitch._core.moments import RankDeficiencyWarning
 from latentstitch.similarity import MEASURES
 
 OPTIONS = {"minibatch_cka": {"batch_size": 10}, "cycle_knn": {"k": 5}}  # k=3 ties both directions at 27/40 here

@@ -103,7 +103,7 @@ def test_host_chunks_sent_to_the_device_equal_one_shot(debiased, device):
 def test_a_bad_chunk_is_reported_with_its_row_of_the_stream(on, monkeypatch):
     """On a GPU the NaN/inf check of each chunk is read when the result is asked for (forced here on any device):
     the error still names the first bad row, counted over the whole stream."""
-    monkeypatch.setattr("latentstitch._validation.DEFER_ON_CPU", True)
+    monkeypatch.setattr("latentstitch._core.device.DEFER_ON_CPU", True)
     x, y = drifting_data(n=120)
     y[75, 2] = np.nan
     x[101, 0] = np.inf

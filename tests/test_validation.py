@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from latentstitch import LeastSquares, relative_projection
-from latentstitch._validation import (
-    as_float_tensor,
+from latentstitch._core.arrays import as_float_tensor, wrap_like
+from latentstitch._core.params import (
     check_choice,
     check_float_dtype,
     check_int,
@@ -16,7 +16,6 @@ from latentstitch._validation import (
     check_number,
     check_probability,
     check_seed,
-    wrap_like,
 )
 
 

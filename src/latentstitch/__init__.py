@@ -20,6 +20,7 @@ The names users type most are re-exported here.
 """
 
 from latentstitch import alignment, invariance, relative, similarity, stitching
+from latentstitch._version import __version__
 from latentstitch.bridge import Bridge
 from latentstitch.relative import (
     Centering,
@@ -32,8 +33,6 @@ from latentstitch.relative import (
 )
 from latentstitch.similarity import cka, compare, pairwise
 from latentstitch.stitching import LatentTranslator, LeastSquares, Procrustes, ReducedRank, SparseLasso
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Bridge",

@@ -43,7 +43,7 @@ nonnegative_float = _number(float, 0.0, True, "a finite number >= 0")
 
 def seed(text: str) -> int:
     """A random seed: an integer in [0, 2**32 - 1], what numpy, torch and scikit-learn all accept."""
-    from latentstitch._validation import MAX_SEED
+    from latentstitch._core.params import MAX_SEED
 
     value = nonnegative_int(text)
     if value > MAX_SEED:

@@ -38,7 +38,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from latentstitch import __version__
+    from latentstitch._version import __version__
 
     parser = _Parser(
         prog="latentstitch",

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from latentstitch._validation import ArrayLike, as_float_tensor, check_choice, check_positive_int, check_seed, wrap_like
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, wrap_like
+from latentstitch._core.params import check_choice, check_positive_int, check_seed
 
 ORTHOGONAL = "orthogonal"
 """Rotations and reflections: ``x -> x Q`` with ``Q^T Q = I``."""

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from synthetic_pairs import angle_preserving_per_class, rotated_scaled_shifted
 
+from latentstitch._core.moments import RankDeficiencyWarning
 from latentstitch.bridge import CLEAR_Z, Bridge, BridgeWarning, chance_mrr
-from latentstitch.stitching import RankDeficiencyWarning
 
 SEEDS = (0, 1, 2)
 

@@ -841,7 +841,7 @@ def anchor_cases() -> list[Case]:
 
 def estimator_class(name: str) -> type:
     import latentstitch  # noqa: F401  (registers every class)
-    from latentstitch._persist import _CLASSES
+    from latentstitch._core.persist import _CLASSES
 
     return _CLASSES[name]
 

@@ -1566,7 +1566,7 @@ def distributed_cases() -> list[Case]:
 
 
 def misc_cases() -> list[Case]:
-    from latentstitch._backend import set_threads
+    from latentstitch._core.device import set_threads
 
     return [
         Case(

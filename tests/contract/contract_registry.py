@@ -96,7 +96,7 @@ STREAMING: dict[str, tuple[dict, str, dict[str, list]]] = {
     ),
 }
 
-# --- estimators (latentstitch._persist.Persistable classes): name -> settings --------------------------------------
+# --- estimators (latentstitch._core.persist.Persistable classes): name -> settings --------------------------------------
 # params: constructor arguments of the instance under test; bad: invalid values per parameter; paired: fit(a, b)
 # (else fit(anchors)); same_rows (default True): a paired fit needs the same rows on both sides (False for an
 # unpaired alignment); arguments: the names of fit's arguments where they are not a/b/anchors/x; reference (default
@@ -105,7 +105,7 @@ STREAMING: dict[str, tuple[dict, str, dict[str, list]]] = {
 # scale: k such that fitting and transforming inputs scaled by s scales the output by s**k (None: not
 # equivariant, e.g. an absolute L1 strength); maps: an affine map with to_torch; labels: fit(x, labels) takes class
 # labels as its second argument; method: the method read after fit (default transform). An estimator is found by
-# its class name among latentstitch._persist's registered classes: adding its entry here is all it takes.
+# its class name among latentstitch._core.persist's registered classes: adding its entry here is all it takes.
 ESTIMATORS: dict[str, dict] = {
     "LeastSquares": {
         "params": {},

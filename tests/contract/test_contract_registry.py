@@ -10,7 +10,7 @@ from contract_registry import CLI, ESTIMATORS, MEASURES, MODULES, NOT_COVERED_ME
 from torch import nn
 
 from latentstitch import losses, models, relative, similarity, stitching
-from latentstitch._persist import _CLASSES
+from latentstitch._core.persist import _CLASSES
 from latentstitch.cli import COMMANDS
 
 

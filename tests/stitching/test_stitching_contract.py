@@ -11,16 +11,10 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics import r2_score
 
-from latentstitch._validation import channels_as_rows
-from latentstitch.stitching import (
-    LatentTranslator,
-    LeastSquares,
-    Procrustes,
-    RankDeficiencyWarning,
-    ReducedRank,
-    SparseLasso,
-    load,
-)
+from latentstitch._core.arrays import channels_as_rows
+from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch._core.persist import load
+from latentstitch.stitching import LatentTranslator, LeastSquares, Procrustes, ReducedRank, SparseLasso
 
 ESTIMATORS = [
     LeastSquares(),

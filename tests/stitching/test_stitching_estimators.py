@@ -15,16 +15,16 @@ from safetensors.torch import save_file
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso, Ridge
 
+from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch._core.persist import load
 from latentstitch.invariance import INVERTIBLE_LINEAR, ORTHOGONAL, TRANSLATION, random_transform
 from latentstitch.stitching import (
     SPARSITY_THRESHOLD,
     LatentTranslator,
     LeastSquares,
     Procrustes,
-    RankDeficiencyWarning,
     ReducedRank,
     SparseLasso,
-    load,
 )
 
 

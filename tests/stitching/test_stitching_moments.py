@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from latentstitch._moments import CrossMoments
+from latentstitch._core.moments import CrossMoments
 
 
 def paired(n=500, seed=0):

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from latentstitch._folds import kfold, training_rows
-from latentstitch.stitching import LatentTranslator, LeastSquares, LeastSquaresCV, RankDeficiencyWarning, ridge_path
+from latentstitch._core.folds import kfold, training_rows
+from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch.stitching import LatentTranslator, LeastSquares, LeastSquaresCV, ridge_path
 
 
 def _pair(rng, n=60, p=8, q=5, noise=0.3):

@@ -16,7 +16,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from latentstitch._validation import ArrayLike, check_bool, check_positive_int
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.params import check_bool, check_positive_int
 from latentstitch.alignment._common import as_pairs, check_positive, space
 from latentstitch.relative import relative_projection
 

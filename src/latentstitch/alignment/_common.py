@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from latentstitch._backend import matmul
-from latentstitch._validation import ArrayLike, as_float_tensor, check_seed, to_numpy
-from latentstitch.similarity._neighbors import top_k, unit_rows
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, to_numpy
+from latentstitch._core.numerics import matmul, unit_rows
+from latentstitch._core.params import check_seed
+from latentstitch.similarity._neighbors import top_k
 
 __all__ = ["as_pairs", "mean_of_neighbours", "orthogonal_factor", "space", "unit_rows"]
 

@@ -11,18 +11,10 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from latentstitch._moments import CrossMoments
-from latentstitch._persist import Persistable
-from latentstitch._validation import (
-    ArrayLike,
-    as_float_tensor,
-    check_bool,
-    check_nonnegative,
-    check_positive_int,
-    check_same_rows,
-    match_reference,
-    wrap_like,
-)
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, match_reference, wrap_like
+from latentstitch._core.moments import CrossMoments
+from latentstitch._core.params import check_bool, check_nonnegative, check_positive_int
+from latentstitch._core.persist import Persistable
 from latentstitch.alignment._common import orthogonal_factor
 from latentstitch.distributed._arrays import dask_rows, is_dask_array, reduce_blocks
 

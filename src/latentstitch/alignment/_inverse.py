@@ -8,22 +8,13 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from latentstitch._moments import RankDeficiencyWarning
-from latentstitch._persist import Persistable
-from latentstitch._validation import (
-    ArrayLike,
-    as_float_tensor,
-    check_bool,
-    check_choice,
-    check_nonnegative,
-    check_same_rows,
-    match_reference,
-    power_of_two_scale,
-    wrap_like,
-)
-from latentstitch.alignment._common import gram_agreement, space, unit_rows
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, match_reference, wrap_like
+from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch._core.numerics import power_of_two_scale, safe_row_norms, unit_rows
+from latentstitch._core.params import check_bool, check_choice, check_nonnegative
+from latentstitch._core.persist import Persistable
+from latentstitch.alignment._common import gram_agreement, space
 from latentstitch.relative import relative_projection
-from latentstitch.relative._similarities import _row_norms
 
 RESCALES = ("mean", "relative", "none")
 
@@ -139,7 +130,7 @@ class InverseRelativeProjection(Persistable, BaseEstimator):
         norms = None
         if self.rescale == "relative":
             shift = match_reference(as_float_tensor(self.source_mean_, "source_mean_"), xt, "source_mean_", "x")
-            norms = _row_norms(xt - shift, "x", 0.0) / self.source_norm_  # exact at any magnitude; 0 at the mean
+            norms = safe_row_norms(xt - shift, "x", 0.0) / self.source_norm_  # exact at any magnitude; 0 at the mean
         return wrap_like(self._decode(relative, norms), x)
 
     def decode(self, relative: ArrayLike) -> ArrayLike:
@@ -182,6 +173,6 @@ class InverseRelativeProjection(Persistable, BaseEstimator):
 def _mean_norm(rows: torch.Tensor, name: str) -> float:
     """The mean Euclidean norm of the rows, exact at any magnitude whose mean float64 represents (squares of
     1e200-sized rows would overflow, those of 1e-200-sized ones underflow)."""
-    norms = _row_norms(rows, name, None)
+    norms = safe_row_norms(rows, name, None)
     scale = power_of_two_scale(norms.amax())  # the mean of norms scaled into [0.5, 1) cannot overflow
     return float((norms * scale).mean() / scale)

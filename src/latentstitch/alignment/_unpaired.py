@@ -9,9 +9,10 @@ import torch
 from scipy.optimize import quadratic_assignment
 from sklearn.cluster import KMeans
 
-from latentstitch._backend import matmul
-from latentstitch._validation import ArrayLike, check_bool, check_positive_int, rescaled_row_norms, wrap_like
-from latentstitch.alignment._common import mean_of_neighbours, orthogonal_factor, seeded, space, unit_rows
+from latentstitch._core.arrays import ArrayLike, wrap_like
+from latentstitch._core.numerics import matmul, rescaled_row_norms, unit_rows
+from latentstitch._core.params import check_bool, check_positive_int
+from latentstitch.alignment._common import mean_of_neighbours, orthogonal_factor, seeded, space
 from latentstitch.stitching._base import _AffineMap
 
 

@@ -12,16 +12,12 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from latentstitch._folds import kfold, training_rows
-from latentstitch._persist import Persistable
-from latentstitch._progress import progress_bar
-from latentstitch._validation import (
-    ArrayLike,
-    as_float_tensor,
-    check_positive_int,
-    check_same_rows,
-    check_seed,
-)
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows
+from latentstitch._core.folds import kfold, training_rows
+from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch._core.params import check_positive_int, check_seed
+from latentstitch._core.persist import Persistable
+from latentstitch._core.progress import progress_bar
 from latentstitch.bridge._crossval import (
     CLEAR_Z,
     MIN_PER_FOLD,
@@ -35,7 +31,6 @@ from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._routes import get_route, resolve_routes
 from latentstitch.bridge._scores import predictions
 from latentstitch.distributed._arrays import is_dask_array, map_rows
-from latentstitch.stitching import RankDeficiencyWarning
 
 SELECTION_RULE = (
     "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. Eligible: the routes "

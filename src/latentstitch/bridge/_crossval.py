@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._folds import training_rows
+from latentstitch._core.folds import training_rows
+from latentstitch._core.moments import RankDeficiencyWarning
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._routes import RouteSpec
 from latentstitch.bridge._scores import (
@@ -22,7 +23,6 @@ from latentstitch.bridge._scores import (
     pair_scores,
     predictions,
 )
-from latentstitch.stitching import RankDeficiencyWarning
 
 #: Fewest held-out anchor pairs per fold: retrieval among fewer candidates says little.
 MIN_PER_FOLD = 5

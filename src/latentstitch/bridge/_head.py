@@ -12,15 +12,9 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from latentstitch._persist import Persistable
-from latentstitch._validation import (
-    ArrayLike,
-    as_float_tensor,
-    check_positive,
-    check_positive_int,
-    to_numpy,
-    wrap_like,
-)
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, to_numpy, wrap_like
+from latentstitch._core.params import check_positive, check_positive_int
+from latentstitch._core.persist import Persistable
 from latentstitch.relative import StandardScaling
 
 

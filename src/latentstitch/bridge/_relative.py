@@ -10,14 +10,9 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from latentstitch._persist import Persistable
-from latentstitch._validation import (
-    ArrayLike,
-    as_float_tensor,
-    check_bool,
-    check_same_rows,
-    wrap_like,
-)
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, wrap_like
+from latentstitch._core.params import check_bool
+from latentstitch._core.persist import Persistable
 from latentstitch.relative import RobustRelativeProjection, get_similarity, relative_projection
 from latentstitch.relative._transforms import SPREAD_FLOOR, check_spread_floor
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from sklearn.utils.validation import check_is_fitted
 
-from latentstitch._tables import table
+from latentstitch._core.tables import table
 
 _SCORE_COLUMNS = (("top1", "top-1"), ("mrr", "MRR"), ("cosine", "cosine"), ("r2", "R^2"))
 

@@ -21,9 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._backend import matmul
-from latentstitch._validation import as_float_tensor, to_numpy
-from latentstitch.similarity._neighbors import unit_rows
+from latentstitch._core.arrays import as_float_tensor, to_numpy
+from latentstitch._core.numerics import matmul, unit_rows
 
 SCORES = ("top1", "mrr", "cosine", "r2")
 

@@ -46,7 +46,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def pin_threads(args: argparse.Namespace) -> None:
-    from latentstitch._backend import set_threads
+    from latentstitch._core.device import set_threads
 
     set_threads(args.threads)
 

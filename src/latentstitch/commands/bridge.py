@@ -106,7 +106,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def list_routes() -> int:
-    from latentstitch._tables import print_tables, table
+    from latentstitch._core.tables import print_tables, table
     from latentstitch.bridge import ROUTES
 
     rows = [[s.name, s.family, "yes" if s.auto else "", s.description] for s in ROUTES.values()]
@@ -126,7 +126,7 @@ def list_routes() -> int:
 def fit(args: argparse.Namespace) -> int:
     import warnings
 
-    from latentstitch._tables import print_tables, write_json
+    from latentstitch._core.tables import print_tables, write_json
     from latentstitch.bridge import Bridge, BridgeWarning, bridge_report, resolve_routes
 
     output = output_file(args.output, "--output")
@@ -157,7 +157,7 @@ def fit(args: argparse.Namespace) -> int:
 
 
 def apply(args: argparse.Namespace) -> int:
-    from latentstitch._progress import progress_bar
+    from latentstitch._core.progress import progress_bar
     from latentstitch.bridge import Bridge
     from latentstitch.embeddings import EmbeddingWriter, open_embeddings
 

@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from latentstitch._tables import print_tables, table, write_json
+    from latentstitch._core.tables import print_tables, table, write_json
     from latentstitch.similarity import (
         DEFAULT_MEASURES,
         MEASURES,

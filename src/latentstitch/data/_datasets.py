@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from latentstitch._validation import check_probability, check_seed
+from latentstitch._core.params import check_probability, check_seed
 
 Inputs = np.ndarray | list[str]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from latentstitch._extras import require_file
+from latentstitch._core.extras import require_file
 from latentstitch.data._datasets import check_fraction, stratified_subset
 from latentstitch.data._parallel import ParallelSplit
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from latentstitch._validation import check_nonnegative, check_positive_int, check_probability, check_seed
+from latentstitch._core.params import check_nonnegative, check_positive_int, check_probability, check_seed
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from latentstitch._extras import require, require_file
-from latentstitch._validation import check_seed
+from latentstitch._core.extras import require, require_file
+from latentstitch._core.params import check_seed
 from latentstitch.data._datasets import LabelledSplit, check_fraction, class_names, split_dataset, stratified_subset
 
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from latentstitch._extras import require, require_file
-from latentstitch._validation import check_choice, check_seed
+from latentstitch._core.extras import require, require_file
+from latentstitch._core.params import check_choice, check_seed
 from latentstitch.data._datasets import LabelledSplit, check_fraction, stratified_subset
 
 SWORD_PATH = Path("/usr/share/sword")

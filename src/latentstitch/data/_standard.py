@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch._extras import require
-from latentstitch._persist import read_json
+from latentstitch._core.extras import require
+from latentstitch._core.persist import read_json
 from latentstitch.data._datasets import LabelledSplit, check_fraction, class_names, split_dataset, stratified_subset
 from latentstitch.data._graphs import Graph, coalesce_edges
 from latentstitch.data._images import images_to_float, labelled_from_parts, read_idx

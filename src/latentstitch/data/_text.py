@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from latentstitch._validation import check_optional_positive_int, check_seed
+from latentstitch._core.params import check_optional_positive_int, check_seed
 from latentstitch.data._datasets import LabelledSplit, check_fraction, split_dataset, stratified_subset
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch._extras import package_version, require, require_file
-from latentstitch._validation import check_choice, check_positive_int
+from latentstitch._core.extras import package_version, require, require_file
+from latentstitch._core.params import check_choice, check_positive_int
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._extras import require
-from latentstitch._validation import as_float_tensor, check_finite, check_same_rows, check_same_width, to_numpy
+from latentstitch._core.arrays import as_float_tensor, check_same_rows, check_same_width, to_numpy
+from latentstitch._core.device import check_finite
+from latentstitch._core.extras import require
 
 # Accumulators merged by one task of the tree: each holds a few d x d float64 matrices, so a merge task needs
 # about SPLIT_EVERY of them in memory (8 x 14 MiB for CKA at d = 768).
@@ -173,8 +174,8 @@ def project_blocks(x: Any, anchors: Any, similarity: str, **options: Any) -> Any
 
 
 def _project_block(block: np.ndarray, anchors: np.ndarray, similarity: str, options: dict, block_info=None):
+    from latentstitch._core.errors import ZeroNormError
     from latentstitch.relative._projection import relative_projection
-    from latentstitch.relative._similarities import ZeroNormError
 
     start = block_info[0]["array-location"][0][0] if block_info else 0
     check_finite(torch.from_numpy(block), "x", row_offset=start)  # errors name rows of the whole array

@@ -7,9 +7,9 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from latentstitch._extras import require
-from latentstitch._progress import new_progress
-from latentstitch._validation import check_positive_int
+from latentstitch._core.extras import require
+from latentstitch._core.params import check_positive_int
+from latentstitch._core.progress import new_progress
 
 
 def get_client(client: Any = None, workers: int | None = None) -> Any:

@@ -97,7 +97,7 @@ class EmbeddingFile:
 
     def read(self, progress: bool = False) -> np.ndarray:
         """Every row, as one (n_rows, n_features) array (read chunk by chunk, with a progress bar if asked)."""
-        from latentstitch._progress import progress_bar
+        from latentstitch._core.progress import progress_bar
 
         out = np.empty((self.n_rows, self.n_features), dtype=self.dtype)
         with progress_bar(progress) as bar:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch._extras import require
+from latentstitch._core.extras import require
 from latentstitch.embeddings._base import EmbeddingFile
 
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")

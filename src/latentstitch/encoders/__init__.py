@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from latentstitch._extras import set_offline_flags
+from latentstitch._core.extras import set_offline_flags
 from latentstitch.encoders._base import CACHE_ENV, Encoder, default_cache_dir
 from latentstitch.encoders._text import (
     E5SmallEncoder,

@@ -19,7 +19,8 @@ from typing import Any, Literal, overload
 import numpy as np
 import torch
 
-from latentstitch._validation import as_float_tensor, check_positive_int, to_numpy
+from latentstitch._core.arrays import as_float_tensor, to_numpy
+from latentstitch._core.params import check_positive_int
 
 CACHE_ENV = "LATENTSTITCH_CACHE"
 _CACHE_FORMAT = 1
@@ -281,7 +282,7 @@ def _check_cache_folder(folder: Path) -> None:
 def _read_cache(path: Path, layers: bool, count: int) -> np.ndarray | list[np.ndarray] | None:
     """The cached outputs, or None (with a warning naming the file) when the file is damaged or does not hold
     ``count`` rows: a cache is derived data, so the inputs are encoded again and the file is rewritten."""
-    from latentstitch._persist import read_safetensors
+    from latentstitch._core.persist import read_safetensors
 
     try:
         _, tensors = read_safetensors(path, "cache")

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._extras import package_version, require, set_offline_flags
-from latentstitch._validation import check_bool, check_choice, check_optional_positive_int, check_positive_int
+from latentstitch._core.extras import package_version, require, set_offline_flags
+from latentstitch._core.params import check_bool, check_choice, check_optional_positive_int, check_positive_int
 from latentstitch.encoders._base import Encoder
 
 POOLINGS = ("mean", "cls")

@@ -12,8 +12,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from latentstitch._extras import package_version, require
-from latentstitch._validation import as_float_tensor, check_int
+from latentstitch._core.arrays import as_float_tensor
+from latentstitch._core.extras import package_version, require
+from latentstitch._core.params import check_int
 from latentstitch.encoders._base import Encoder
 
 _WEIGHTS = {

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from latentstitch._persist import read_json, read_safetensors
+from latentstitch._core.persist import read_json, read_safetensors
 from latentstitch.experiments._report import _jsonable
 
 FOLDER = "checkpoint"

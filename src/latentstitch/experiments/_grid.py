@@ -52,7 +52,7 @@ def map_grid(
         from latentstitch.distributed import map_tasks
 
         return map_tasks(fn, items, client=active, progress=progress, description=description)
-    from latentstitch._progress import new_progress
+    from latentstitch._core.progress import new_progress
 
     results = []
     with new_progress(disable=not progress, transient=True) as bar:

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from latentstitch._cli import nonnegative_int, option_errors, output_folder, positive_int
-from latentstitch._validation import check_positive_int, check_seed
+from latentstitch._core.params import check_positive_int, check_seed
 from latentstitch.experiments._report import Expectation, Report, ResultTable, pyplot, save_figure
 
 HELP = "train two seeds with absolute and relative latents on real MNIST and stitch them zero-shot"
@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from latentstitch._backend import set_threads
+    from latentstitch._core.device import set_threads
 
     set_threads(args.threads)
     output_folder(args.out, "--out")

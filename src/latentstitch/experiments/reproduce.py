@@ -128,7 +128,7 @@ def main(args: argparse.Namespace) -> int:
         check_replaceable(folder, quick=args.quick, overwrite=args.overwrite)
         output_folder(folder, "--out")
 
-    from latentstitch._backend import set_threads
+    from latentstitch._core.device import set_threads
     from latentstitch.experiments._grid import grid_cluster
 
     set_threads(args.threads)

@@ -21,16 +21,10 @@ import math
 import torch
 from torch import nn
 
-from latentstitch._validation import (
-    ArrayLike,
-    as_float_tensor,
-    check_nonnegative,
-    check_positive,
-    check_same_rows,
-    power_of_two_scale,
-    reading_is_free,
-    wrap_like,
-)
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, wrap_like
+from latentstitch._core.device import reading_is_free
+from latentstitch._core.numerics import power_of_two_scale
+from latentstitch._core.params import check_nonnegative, check_positive
 
 
 def death_times(points: ArrayLike) -> ArrayLike:

@@ -11,14 +11,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from latentstitch._validation import (
-    as_float_tensor,
-    check_bool,
-    check_choice,
-    check_nonnegative,
-    check_positive_int,
-    model_input_errors,
-)
+from latentstitch._core.arrays import as_float_tensor
+from latentstitch._core.errors import model_input_errors
+from latentstitch._core.params import check_bool, check_choice, check_nonnegative, check_positive_int
 from latentstitch.losses import calibrated_reconstruction_loss, gaussian_kl
 from latentstitch.models._blocks import (
     DEFAULT_CHANNELS,

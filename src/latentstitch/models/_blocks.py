@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from torch import nn
 
-from latentstitch._validation import check_positive, check_positive_int
+from latentstitch._core.params import check_positive, check_positive_int
 
 #: The relreps AE/VAE encoder channels.
 DEFAULT_CHANNELS = (32, 64, 128, 256)

@@ -7,7 +7,9 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from latentstitch._validation import as_float_tensor, check_bool, check_choice, check_positive_int, model_input_errors
+from latentstitch._core.arrays import as_float_tensor
+from latentstitch._core.errors import model_input_errors
+from latentstitch._core.params import check_bool, check_choice, check_positive_int
 from latentstitch.relative import RelativeProjection, RobustRelativeProjection
 
 #: Relative projections a model can use: cosine (Moschella et al.) or the robust, batch-normalised cosine

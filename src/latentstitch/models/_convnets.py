@@ -12,7 +12,7 @@ from collections import OrderedDict
 import torch
 from torch import nn
 
-from latentstitch._validation import check_positive_int
+from latentstitch._core.params import check_positive_int
 from latentstitch.models._blocks import scaled_channels
 
 #: Tiny-10's channels (Kornblith et al. 2019; ``renyi-ai/drfrankenstein`` ``models/classifiers/tiny10.py``)

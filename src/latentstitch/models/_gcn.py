@@ -9,7 +9,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from latentstitch._validation import as_float_tensor, check_choice, check_positive_int, check_probability
+from latentstitch._core.arrays import as_float_tensor
+from latentstitch._core.params import check_choice, check_positive_int, check_probability
 from latentstitch.models._classifier import PROJECTIONS
 from latentstitch.relative import RelativeProjection, RobustRelativeProjection
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from latentstitch._validation import as_float_tensor, check_bool, check_choice, check_positive, check_positive_int
+from latentstitch._core.arrays import as_float_tensor
+from latentstitch._core.params import check_bool, check_choice, check_positive, check_positive_int
 from latentstitch.relative import RelativeProjection
 
 #: Head recipes: "text" (two SiLU blocks and a final ReLU, monolingual/multilingual text stitching) and "vision"

@@ -7,6 +7,7 @@ multi-layer relative representations and anchor studies.
 """
 
 # Importing these modules registers the "geodesic" and "whitened" similarities.
+from latentstitch._core.errors import ZeroNormError
 from latentstitch.relative import _geodesic, _whitened  # noqa: F401
 from latentstitch.relative._aggregation import AGGREGATIONS, SpaceAggregation, aggregate_spaces
 from latentstitch.relative._anchors import STRATEGIES, select_anchors
@@ -16,13 +17,7 @@ from latentstitch.relative._multilayer import MultiLayerRelativeProjection, mult
 from latentstitch.relative._product import ProductOfInvariances, product_invariances, product_of_invariances
 from latentstitch.relative._projection import relative_projection
 from latentstitch.relative._prototypes import LearnedAnchors, fit_prototypes
-from latentstitch.relative._similarities import (
-    SIMILARITIES,
-    SimilaritySpec,
-    ZeroNormError,
-    get_similarity,
-    register_similarity,
-)
+from latentstitch.relative._similarities import SIMILARITIES, SimilaritySpec, get_similarity, register_similarity
 from latentstitch.relative._sparsify import sparsify_similarities
 from latentstitch.relative._study import STUDY_STRATEGIES, AnchorStudy, anchor_study
 from latentstitch.relative._transforms import SPREAD_FLOOR, Centering, L2Normalization, StandardScaling, floored_spread

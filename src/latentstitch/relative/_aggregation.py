@@ -25,7 +25,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from latentstitch._validation import check_choice, check_positive_int, model_input_errors
+from latentstitch._core.errors import model_input_errors
+from latentstitch._core.params import check_choice, check_positive_int
 
 AGGREGATIONS = ("concat", "sum", "weighted", "mlp", "attention")
 FROZEN_AGGREGATIONS = ("concat", "sum")

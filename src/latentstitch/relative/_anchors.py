@@ -13,7 +13,8 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import pairwise_distances_argmin
 from sklearn.utils import shuffle
 
-from latentstitch._validation import ArrayLike, as_float_tensor, check_choice, check_positive_int, check_seed, to_numpy
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, to_numpy
+from latentstitch._core.params import check_choice, check_positive_int, check_seed
 
 STRATEGIES = ("random", "stratified", "kmeans", "farthest")
 

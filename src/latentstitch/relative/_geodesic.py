@@ -32,14 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from latentstitch._validation import (
-    as_float_tensor,
-    check_bool,
-    check_positive_int,
-    check_same_width,
-    power_of_two_scale,
-    to_numpy,
-)
+from latentstitch._core.arrays import as_float_tensor, check_same_width, to_numpy
+from latentstitch._core.numerics import power_of_two_scale
+from latentstitch._core.params import check_bool, check_positive_int
 from latentstitch.invariance import ISOTROPIC_SCALE, ORTHOGONAL, TRANSLATION
 from latentstitch.relative._similarities import register_similarity
 

@@ -7,20 +7,18 @@ from typing import Any
 import torch
 from torch import nn
 
-from latentstitch._validation import (
-    ArrayLike,
-    as_float_tensor,
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_width, wrap_like
+from latentstitch._core.numerics import safe_row_norms
+from latentstitch._core.params import (
     check_bool,
     check_choice,
     check_nonnegative,
     check_optional_positive_int,
     check_positive_int,
     check_probability,
-    check_same_width,
-    wrap_like,
 )
 from latentstitch.relative._projection import relative_projection
-from latentstitch.relative._similarities import _row_norms, get_similarity
+from latentstitch.relative._similarities import get_similarity
 from latentstitch.relative._sparsify import sparsifier
 from latentstitch.relative._transforms import SPREAD_FLOOR, check_spread_floor, floored_variance
 
@@ -82,7 +80,7 @@ class _AnchoredProjection(nn.Module):
 
     def _normalize_output(self, r: torch.Tensor) -> torch.Tensor:
         if self.output_norm == "l2":
-            return r / _row_norms(r, "relative representation", 1e-12)
+            return r / safe_row_norms(r, "relative representation", 1e-12)
         if self.output_norm == "batchnorm" and self.training and r.shape[0] < 2:
             raise ValueError(
                 f"x: output_norm='batchnorm' needs at least 2 samples per batch in train mode, got {r.shape[0]}; "

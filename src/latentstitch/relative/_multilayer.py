@@ -15,14 +15,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from latentstitch._validation import (
-    ArrayLike,
-    as_float_tensor,
-    check_positive_int,
-    check_same_width,
-    match_reference,
-    wrap_like,
-)
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_width, match_reference, wrap_like
+from latentstitch._core.params import check_positive_int
 from latentstitch.relative._aggregation import SpaceAggregation, aggregate_spaces
 from latentstitch.relative._projection import relative_projection
 from latentstitch.relative._similarities import get_similarity

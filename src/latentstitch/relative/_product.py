@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from latentstitch._validation import ArrayLike, as_float_tensor, check_same_width, match_reference, wrap_like
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_width, match_reference, wrap_like
 from latentstitch.invariance import ISOTROPIC_SCALE, closure
 from latentstitch.relative._aggregation import SpaceAggregation, aggregate_spaces
 from latentstitch.relative._modules import _AnchoredProjection

@@ -8,22 +8,10 @@ from typing import Any
 
 import torch
 
-from latentstitch._backend import chunk_rows
-from latentstitch._validation import (
-    ArrayLike,
-    DeferredChecks,
-    RowError,
-    as_float_tensor,
-    careful_mode,
-    check_bool,
-    check_finite,
-    check_optional_positive_int,
-    check_same_width,
-    collect_flags,
-    finite_flag,
-    match_reference,
-    wrap_like,
-)
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_width, match_reference, wrap_like
+from latentstitch._core.device import DeferredChecks, careful_mode, check_finite, chunk_rows, collect_flags, finite_flag
+from latentstitch._core.errors import RowError
+from latentstitch._core.params import check_bool, check_optional_positive_int
 from latentstitch.distributed._arrays import is_dask_array, project_blocks
 from latentstitch.invariance import TRANSLATION
 from latentstitch.relative._similarities import SimilaritySpec, get_similarity
@@ -31,7 +19,7 @@ from latentstitch.relative._sparsify import sparsifier
 
 # Elements per chunk of samples on the CPU: 4 Mi floats (16 MiB in float32) keeps a chunk and its output in
 # cache-friendly sizes while amortising the per-call overhead. benchmarks/relative_projection.py measures the choice.
-# On a GPU the chunks are as large as the free memory allows (``_backend.chunk_rows``).
+# On a GPU the chunks are as large as the free memory allows (``_core.device.chunk_rows``).
 _CHUNK_ELEMENTS = 1 << 22
 
 

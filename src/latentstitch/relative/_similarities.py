@@ -22,18 +22,9 @@ from typing import Any
 
 import torch
 
-from latentstitch._backend import matmul, row_norms
-from latentstitch._validation import (
-    RowError,
-    check_bool,
-    check_kwargs,
-    check_positive,
-    power_of_two_scale,
-    reading_is_free,
-    report_flag,
-    rescaled_row_norms,
-    safe_norm_range,
-)
+from latentstitch._core.device import report_flag
+from latentstitch._core.numerics import fast_row_norms, matmul, power_of_two_scale, unit_rows
+from latentstitch._core.params import check_bool, check_kwargs, check_positive
 from latentstitch.invariance import (
     AXIS_REFLECTION,
     INVERTIBLE_LINEAR,
@@ -43,16 +34,6 @@ from latentstitch.invariance import (
     TRANSLATION,
     closure,
 )
-
-
-class ZeroNormError(RowError):
-    """A zero vector was given to a similarity that divides by the norm (cosine, angular)."""
-
-    def describe(self) -> str:
-        return (
-            f"{self.name}: row {self.row} has zero norm, so its cosine similarity is undefined; remove it, or pass "
-            "eps=<small positive number> to map zero vectors to zero similarities"
-        )
 
 
 @dataclass(frozen=True)
@@ -146,81 +127,6 @@ def get_similarity(name: str) -> SimilaritySpec:
         ) from None
 
 
-# --- row norms, exact at any magnitude ---------------------------------------------------------------------------
-#
-# ``sqrt(sum x_i^2)`` overflows when entries reach ~1e19 in float32 (~1e154 in float64) and loses the squares that
-# underflow when they are below ~1e-19 (1e-154): a plain norm turns 1e20-sized vectors into zeros and reports
-# 1e-30-sized ones as zero vectors. The fast path computes plain norms and a flag saying whether every norm lies in
-# the range where that is exact; rows outside it take the careful path, which first scales each row by a power of
-# two (as BLAS nrm2 does). Inside ``relative_projection`` the flag is handed over (``report_flag``) instead of being
-# read, so no chunk waits for the device; the projection reads the flags once and redoes the failing chunks.
-
-
-def _norm_flag(norms: torch.Tensor, width: int, eps: float | None) -> torch.Tensor:
-    """Whether plain ``norms`` (computed in their own dtype over ``width`` terms) are all exact, finite and nonzero
-    (or, with ``eps``, exact or certainly below ``eps``)."""
-    low, high = safe_norm_range(norms.dtype, width)
-    below = norms < high  # false for NaN and inf
-    if eps is not None and eps >= low:
-        return below.all()  # a norm under low is under eps: it is clamped to eps whatever its rounding
-    return (below & (norms > low)).all()
-
-
-def _fast_norms(t: torch.Tensor, eps: float | None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fast path: ``max(|t_i|, eps)`` as an (n, 1) column in float32 (float64 for float64 data), and the 0-d
-    validity flag of ``_norm_flag``. Half-precision rows are summed in float32. Callers divide by the norms (one
-    rounding, where multiplying by reciprocals would make two)."""
-    norms = row_norms(t)
-    flag = _norm_flag(norms, t.shape[1], eps)
-    if eps is not None:
-        norms = norms.clamp_min(eps)
-    return norms.unsqueeze(1), flag
-
-
-def unit_rows(t: torch.Tensor, name: str, eps: float | None = None) -> torch.Tensor:
-    """``t_i / |t_i|`` for every row (``t_i / max(|t_i|, eps)`` with ``eps``), in ``t``'s dtype, differentiable.
-
-    Exact at any magnitude (rows are rescaled by a power of two first when their norm would overflow or underflow).
-    A zero row raises ``ZeroNormError`` naming ``name`` and the row, unless ``eps`` is given.
-    """
-    if t.shape[0] == 0:
-        return t
-    norms, flag = _fast_norms(t, eps)
-    if bool(flag):
-        return (t / norms).to(t.dtype)
-    scaled, norms, scales = rescaled_row_norms(t)
-    if eps is None:
-        _raise_on_zero(norms, name)
-        return (scaled / norms).to(t.dtype)
-    return (scaled / torch.maximum(norms, eps * scales)).to(t.dtype)  # max(|t_i|, eps), in scaled units
-
-
-def _row_norms(t: torch.Tensor, name: str, eps: float | None) -> torch.Tensor:
-    """``|t_i|`` as an (n, 1) column (clamped to ``eps`` when given; a zero row raises ``ZeroNormError`` otherwise),
-    exact at any magnitude the result can represent. With ``eps`` on an accelerator nothing waits for the device:
-    every row is scaled by a power of two before squaring (a few more elementwise passes instead of a sync)."""
-    if eps is not None and not reading_is_free(t.device) and t.shape[0]:
-        scales = power_of_two_scale(t.detach().abs().amax(dim=1, keepdim=True))
-        norms = torch.linalg.vector_norm(
-            t * scales, dim=1, keepdim=True, dtype=torch.promote_types(t.dtype, torch.float32)
-        )
-        return (norms / scales).clamp_min(eps).to(t.dtype)
-    norms, flag = _fast_norms(t, eps)
-    if t.shape[0] == 0 or bool(flag):
-        return norms.to(t.dtype)
-    _, norms, scales = rescaled_row_norms(t)
-    if eps is None:
-        _raise_on_zero(norms, name)
-    true = norms / scales
-    return (true if eps is None else true.clamp_min(eps)).to(t.dtype)
-
-
-def _raise_on_zero(norms: torch.Tensor, name: str) -> None:
-    zero = norms[:, 0] == 0
-    if bool(zero.any()):
-        raise ZeroNormError(name, int(zero.nonzero()[0, 0]))
-
-
 def _normalized_anchors(anchors: torch.Tensor, eps: float | None = None) -> torch.Tensor:
     return unit_rows(anchors, "anchors", eps)
 
@@ -246,7 +152,7 @@ def cosine(
     float32; float16 rows are normalised in float32 before the product, so that no intermediate exceeds float16's
     range.
     """
-    norms, flag = _fast_norms(x, eps)
+    norms, flag = fast_row_norms(x, eps)
     if not report_flag(flag) and not bool(flag):
         # Some norm is outside the range plain arithmetic is exact in, or zero: the careful path.
         return _clamped(matmul(unit_rows(x, "x", eps), anchors.T, out=out))

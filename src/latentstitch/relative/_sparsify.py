@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 
-from latentstitch._validation import check_positive, check_positive_int
+from latentstitch._core.params import check_positive, check_positive_int
 
 
 def sparsify_similarities(r: torch.Tensor, top_k: int | None = None, power: float | None = None) -> torch.Tensor:

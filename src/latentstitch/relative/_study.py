@@ -32,16 +32,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from latentstitch._progress import progress_bar
-from latentstitch._validation import (
-    ArrayLike,
-    as_float_tensor,
-    check_choice,
-    check_positive,
-    check_positive_int,
-    check_same_rows,
-    to_numpy,
-)
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, to_numpy
+from latentstitch._core.params import check_choice, check_positive, check_positive_int
+from latentstitch._core.progress import progress_bar
 from latentstitch.relative._aggregation import standardize_rows
 from latentstitch.relative._anchors import select_anchors
 from latentstitch.relative._projection import relative_projection

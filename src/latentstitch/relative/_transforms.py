@@ -11,16 +11,10 @@ import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from latentstitch._persist import Persistable
-from latentstitch._validation import (
-    ArrayLike,
-    as_float_tensor,
-    check_nonnegative,
-    check_positive,
-    match_reference,
-    wrap_like,
-)
-from latentstitch.relative._similarities import unit_rows
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, match_reference, wrap_like
+from latentstitch._core.numerics import unit_rows
+from latentstitch._core.params import check_nonnegative, check_positive
+from latentstitch._core.persist import Persistable
 
 #: Default floor of a per-feature spread, relative to the largest spread of the same data: every standardisation
 #: in latentstitch (``StandardScaling``, the robust relative transform, ``LatentTranslator(standardize=True)``)

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import torch
 
-from latentstitch._backend import matmul
-from latentstitch._validation import check_nonnegative, power_of_two_scale
+from latentstitch._core.numerics import matmul, power_of_two_scale, safe_row_norms
+from latentstitch._core.params import check_nonnegative
 from latentstitch.invariance import INVERTIBLE_LINEAR, TRANSLATION
-from latentstitch.relative._similarities import _row_norms, register_similarity
+from latentstitch.relative._similarities import register_similarity
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def _whitened_prepare(anchors: torch.Tensor, shrinkage: float = 0.0, cosine: boo
     # A gradient with respect to the anchors flows through (anchors - mean); the statistics count as constants.
     whitened = matmul(anchors - mean, transform)
     if cosine:  # likewise an anchor at the mean gets similarity 0 to every sample
-        whitened = whitened / _row_norms(whitened, "anchors (whitened)", torch.finfo(whitened.dtype).tiny)
+        whitened = whitened / safe_row_norms(whitened, "anchors (whitened)", torch.finfo(whitened.dtype).tiny)
     return _Whitening(mean, transform, whitened)
 
 
@@ -93,6 +93,6 @@ def whitened(x: torch.Tensor, whitening: _Whitening, shrinkage: float = 0.0, cos
     """
     z = matmul(x - whitening.mean, whitening.transform)
     if cosine:  # a sample at the anchors' mean (whitened to zero) gets similarity 0 to every anchor
-        z = z / _row_norms(z, "x (whitened)", torch.finfo(z.dtype).tiny)
+        z = z / safe_row_norms(z, "x (whitened)", torch.finfo(z.dtype).tiny)
     out = matmul(z, whitening.anchors.T)
     return out.clamp(-1.0, 1.0) if cosine else out

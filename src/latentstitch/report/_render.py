@@ -267,7 +267,7 @@ def _index(results: list[ResultFile], anchors: list[str]) -> str:
 
 def render_html(paths: Sequence[str | Path], *, title: str = "latentstitch results", source: str = "") -> str:
     """The page for the result files ``paths`` (reproductions first, by name; then bridge / compare outputs)."""
-    from latentstitch import __version__
+    from latentstitch._version import __version__
 
     results = [load_result(p) for p in paths]
     order = {"reproduction": 0, "demo": 1, "bridge": 2, "compare": 3}

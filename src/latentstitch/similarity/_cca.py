@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from latentstitch._callsite import warn_at_caller
-from latentstitch._moments import CrossMoments, RankDeficiencyWarning
-from latentstitch._validation import ArrayLike, check_choice, check_int, check_number
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.callsite import warn_at_caller
+from latentstitch._core.moments import CrossMoments, RankDeficiencyWarning
+from latentstitch._core.params import check_choice, check_int, check_number
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, prepare_pair
 
 REDUCTIONS = ("mean", "r2")

@@ -16,16 +16,11 @@ from __future__ import annotations
 
 import torch
 
-from latentstitch._backend import matmul, row_norms
-from latentstitch._moments import CrossMoments, MagnitudeError, rescaled_for_moments
-from latentstitch._validation import (
-    ArrayLike,
-    check_bool,
-    check_choice,
-    check_finite,
-    check_positive,
-    check_positive_int,
-)
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.device import check_finite
+from latentstitch._core.moments import CrossMoments, MagnitudeError, rescaled_for_moments
+from latentstitch._core.numerics import matmul, row_norms
+from latentstitch._core.params import check_bool, check_choice, check_positive, check_positive_int
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, needs_grad, prepare_pair
 
 KERNELS = ("linear", "rbf")

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import torch
 
-from latentstitch._moments import CrossMoments, rescaled_for_moments
-from latentstitch._validation import ArrayLike, check_same_rows, match_reference
+from latentstitch._core.arrays import ArrayLike, check_same_rows, match_reference
+from latentstitch._core.moments import CrossMoments, rescaled_for_moments
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, as_rows, needs_grad, prepare_pair
 
 

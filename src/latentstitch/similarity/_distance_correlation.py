@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from latentstitch._validation import ArrayLike
+from latentstitch._core.arrays import ArrayLike
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, prepare_pair
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import torch
 
-from latentstitch._callsite import warn_at_caller
-from latentstitch._moments import CrossMoments, RankDeficiencyWarning
-from latentstitch._validation import ArrayLike, check_nonnegative
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.callsite import warn_at_caller
+from latentstitch._core.moments import CrossMoments, RankDeficiencyWarning
+from latentstitch._core.params import check_nonnegative
 from latentstitch.similarity._cca import default_rtol
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, prepare_pair
 from latentstitch.similarity._sample_size import warn_if_trivial

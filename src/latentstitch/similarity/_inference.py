@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._callsite import warn_at_caller
-from latentstitch._progress import progress_bar
-from latentstitch._validation import ArrayLike, check_choice, check_positive_int
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.callsite import warn_at_caller
+from latentstitch._core.params import check_choice, check_positive_int
+from latentstitch._core.progress import progress_bar
 from latentstitch.similarity._null_kernels import batch_size_for, finite_ideal, null_kernel
 from latentstitch.similarity._registry import MeasureSpec, get_measure, prepare_pair
 from latentstitch.similarity._resampling import (

@@ -16,9 +16,10 @@ from __future__ import annotations
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from latentstitch._moments import CrossMoments
-from latentstitch._validation import ArrayLike, check_bool, check_choice
-from latentstitch.similarity._neighbors import unit_rows
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.moments import CrossMoments
+from latentstitch._core.numerics import unit_rows
+from latentstitch._core.params import check_bool, check_choice
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, needs_grad, prepare_pair
 
 

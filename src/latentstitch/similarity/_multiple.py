@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch._validation import ArrayLike, check_choice, check_positive_int
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.params import check_choice, check_positive_int
 from latentstitch.similarity._inference import add_one_p_value, more_alike_sign, null_distribution, quiet
 from latentstitch.similarity._null_kernels import batch_size_for
 from latentstitch.similarity._registry import MeasureSpec, prepare_pair

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 import torch
 
-from latentstitch._validation import ArrayLike, check_bool, check_positive_int
-from latentstitch.similarity._neighbors import _chunks, top_k, unit_rows
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.numerics import unit_rows
+from latentstitch._core.params import check_bool, check_positive_int
+from latentstitch.similarity._neighbors import _chunks, top_k
 from latentstitch.similarity._registry import as_result, prepare_pair
 
 

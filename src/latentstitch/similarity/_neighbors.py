@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import torch
 
-from latentstitch._backend import matmul
-from latentstitch._validation import ArrayLike, check_positive_int, check_probability
-from latentstitch.relative._similarities import unit_rows  # exact at any magnitude; zero rows: ZeroNormError
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.numerics import (
+    matmul,
+    unit_rows,  # exact at any magnitude; zero rows: ZeroNormError
+)
+from latentstitch._core.params import check_positive_int, check_probability
 from latentstitch.similarity._registry import as_result, check_same_space, prepare_pair
 
 # Query rows per chunk: the (chunk, n) similarity block stays near 64 MiB in float32 for n = 20k.

@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 
-from latentstitch._backend import matmul
-from latentstitch._moments import CrossMoments
+from latentstitch._core.moments import CrossMoments
+from latentstitch._core.numerics import matmul, unit_rows
 from latentstitch.similarity._cca import _principal_directions, whitener
 from latentstitch.similarity._cka import _debias, center_gram, gram_rbf
 from latentstitch.similarity._distance_correlation import double_centred_distances
@@ -41,7 +41,7 @@ from latentstitch.similarity._neighborhoods import (
     masked_unbiased_hsic,
     neighbour_lists,
 )
-from latentstitch.similarity._neighbors import _overlap, clamp_outliers, top_k, unit_rows
+from latentstitch.similarity._neighbors import _overlap, clamp_outliers, top_k
 from latentstitch.similarity._registry import MeasureSpec
 from latentstitch.similarity._rsa import average_ranks, dissimilarity_matrix
 from latentstitch.similarity._subspace import ensd_terms

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch._callsite import warn_at_caller
-from latentstitch._validation import ArrayLike
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.callsite import warn_at_caller
 from latentstitch.similarity._catalog import DEFAULT_MEASURES, SAME_SPACE_MEASURES
 from latentstitch.similarity._multiple import PairwiseTest, pairwise_test
 from latentstitch.similarity._registry import as_rows, get_measure

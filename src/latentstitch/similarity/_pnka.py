@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import torch
 
-from latentstitch._backend import matmul
-from latentstitch._validation import ArrayLike, check_bool, wrap_like
+from latentstitch._core.arrays import ArrayLike, wrap_like
+from latentstitch._core.numerics import matmul
+from latentstitch._core.params import check_bool
 from latentstitch.similarity._registry import as_result, needs_grad, prepare_pair
 
 

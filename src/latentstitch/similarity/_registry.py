@@ -19,14 +19,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._moments import CrossMoments, MagnitudeError, rescaled_for_moments
-from latentstitch._validation import (
-    as_float_tensor,
-    check_choice,
-    check_same_rows,
-    flatten_samples,
-    match_reference,
-)
+from latentstitch._core.arrays import as_float_tensor, check_same_rows, flatten_samples, match_reference
+from latentstitch._core.moments import CrossMoments, MagnitudeError, rescaled_for_moments
+from latentstitch._core.params import check_choice
 
 
 @dataclass(frozen=True)

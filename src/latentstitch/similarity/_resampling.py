@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from latentstitch._validation import check_choice, check_positive_int
+from latentstitch._core.params import check_choice, check_positive_int
 
 GROUP_MODES = ("within", "whole")
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from latentstitch._validation import ArrayLike, check_choice
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.params import check_choice
 from latentstitch.similarity._registry import as_result, prepare_pair
 
 DISSIMILARITIES = ("euclidean", "correlation", "cosine")

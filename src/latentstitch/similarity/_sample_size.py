@@ -8,7 +8,7 @@ samples matches any two representations exactly: after centring, N samples span 
 
 from __future__ import annotations
 
-from latentstitch._callsite import warn_at_caller
+from latentstitch._core.callsite import warn_at_caller
 from latentstitch.similarity._registry import MeasureSpec, get_measure
 
 # Measures whose fit uses one side only: x predicts y in r2_linear, so only x's width can make it trivial. Every

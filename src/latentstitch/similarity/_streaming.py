@@ -16,18 +16,11 @@ from collections.abc import Callable
 
 import torch
 
-from latentstitch._backend import HostToDevice
-from latentstitch._moments import CrossMoments
-from latentstitch._validation import (
-    ArrayLike,
-    DeferredChecks,
-    check_bool,
-    check_choice,
-    check_device,
-    check_finite,
-    check_nonnegative,
-    power_of_two_scale,
-)
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.device import DeferredChecks, HostToDevice, check_finite
+from latentstitch._core.moments import CrossMoments
+from latentstitch._core.numerics import power_of_two_scale
+from latentstitch._core.params import check_bool, check_choice, check_device, check_nonnegative
 from latentstitch.distributed._arrays import is_dask_array, update_blocks
 from latentstitch.similarity._cca import (
     REDUCTIONS,
@@ -54,7 +47,7 @@ class _MomentStream:
     """Base: float64 ``CrossMoments`` of the chunks seen so far, finished by ``_finish(moments)``.
 
     ``device``: where the statistics are accumulated. Chunks from host memory are copied there on a side stream,
-    overlapping the computation on the previous chunk (``_backend.HostToDevice``; pin the chunks' memory for the
+    overlapping the computation on the previous chunk (``_core.device.HostToDevice``; pin the chunks' memory for the
     copies to run asynchronously). By default, the device of the first chunk.
 
     On a GPU no update waits for the device: the NaN/inf check of each chunk is queued there and read when the

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from latentstitch._moments import CrossMoments
-from latentstitch._validation import ArrayLike
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.moments import CrossMoments
 from latentstitch.similarity._cca import whitener
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, prepare_pair
 

@@ -47,7 +47,7 @@ Data arguments (``data``, ``eval_data``) are an array or tensor of inputs, an ``
 iterable of batches (a ``DataLoader``) of input tensors or ``(inputs, labels, ...)`` tuples.
 """
 
-from latentstitch._moments import RankDeficiencyWarning
+from latentstitch._core.moments import RankDeficiencyWarning
 from latentstitch.stitching._activations import (
     ActivationStore,
     fit_direct,

@@ -25,9 +25,10 @@ from safetensors.torch import save_file
 from torch import nn
 from torch.nn import functional as F
 
-from latentstitch._persist import read_json, read_safetensors
-from latentstitch._progress import progress_bar
-from latentstitch._validation import check_positive_int, model_input_errors
+from latentstitch._core.errors import model_input_errors
+from latentstitch._core.params import check_positive_int
+from latentstitch._core.persist import read_json, read_safetensors
+from latentstitch._core.progress import progress_bar
 
 STORE_FORMAT = "latentstitch.activations/1"
 _INDEX_FILE = "index.json"

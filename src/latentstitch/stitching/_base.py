@@ -6,7 +6,7 @@ statistics (``CrossMoments``): a subclass only says which statistics it needs an
 ``coef_`` and ``intercept_`` (``_solve``). Both accept dask arrays: the statistics of every block of rows are
 merged in a tree (``latentstitch.distributed``) before the same ``_solve``.
 
-Activation layouts (Dr. Frankenstein's convention, ``_validation.channels_as_rows``): (N, D) rows are used as they
+Activation layouts (Dr. Frankenstein's convention, ``_core.arrays.channels_as_rows``): (N, D) rows are used as they
 are; (N, T, D) token sequences and (N, C, H, W) feature maps are matched per feature, every token or spatial
 position being one sample of the D (or C) features, as a 1x1 convolution sees them.
 """
@@ -24,19 +24,19 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from latentstitch._backend import chunk_rows, matmul
-from latentstitch._moments import SECOND_MOMENTS, CrossMoments, overflow_error, residual_r2
-from latentstitch._persist import Persistable
-from latentstitch._validation import (
+from latentstitch._core.arrays import (
     ArrayLike,
     as_float_tensor,
     channels_as_rows,
-    check_finite,
-    check_float_dtype,
     check_same_rows,
     match_reference,
     wrap_like,
 )
+from latentstitch._core.device import check_finite, chunk_rows
+from latentstitch._core.moments import SECOND_MOMENTS, CrossMoments, overflow_error, residual_r2
+from latentstitch._core.numerics import matmul
+from latentstitch._core.params import check_float_dtype
+from latentstitch._core.persist import Persistable
 from latentstitch.distributed._arrays import dask_pair, dask_rows, is_dask_array, reduce_blocks
 
 # Elements of a (and of b) converted to rows and float64 at a time: 2 Mi elements (16 MiB in float64), large
@@ -136,7 +136,7 @@ def _apply_map(block: Any, estimator: _AffineMap) -> Any:
 
 def row_chunks(a: torch.Tensor, b: torch.Tensor, *, whole: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Paired (rows, features) chunks of two activation arrays, a few samples at a time: sized for the cache on the
-    CPU and for the free memory on a GPU (``_backend.chunk_rows``). With ``whole``, (N, D) arrays come whole (views,
+    CPU and for the free memory on a GPU (``_core.device.chunk_rows``). With ``whole``, (N, D) arrays come whole (views,
     for a consumer that works through them in blocks itself)."""
     if whole and a.ndim == 2 and b.ndim == 2:
         yield a, b
@@ -256,7 +256,7 @@ class _AffineMap(Persistable, BaseEstimator):
             layer.bias.copy_(intercept)
         return layer
 
-    # --- persistence (save / load: latentstitch._persist) --------------------------------------------------
+    # --- persistence (save / load: latentstitch._core.persist) --------------------------------------------------
     def _check_loaded(self) -> None:
         coef, intercept = self._map64()
         if coef.ndim != 2 or (self.n_features_in_, self.n_features_out_) != tuple(coef.shape):

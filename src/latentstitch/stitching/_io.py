@@ -1,11 +1,11 @@
-"""Saving and loading stitchers: one safetensors file (``latentstitch._persist``, shared by every estimator)."""
+"""Saving and loading stitchers: one safetensors file (``latentstitch._core.persist``, shared by every estimator)."""
 
 from __future__ import annotations
 
 import os
 
-from latentstitch._persist import FORMAT, save
-from latentstitch._persist import load as _load
+from latentstitch._core.persist import FORMAT, save
+from latentstitch._core.persist import load as _load
 from latentstitch.stitching._base import _AffineMap
 
 __all__ = ["FORMAT", "load", "save"]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
-from latentstitch._moments import CrossMoments, solve_least_squares
-from latentstitch._validation import check_bool, check_choice, check_nonnegative
+from latentstitch._core.moments import CrossMoments, solve_least_squares
+from latentstitch._core.params import Rule, check_bool, check_choice, check_nonnegative, rule
 from latentstitch.stitching._base import _MomentStitcher
 
 #: Units of ``LeastSquares``' ``ridge``: "gram" (the unnormalised Gram matrix A^T A) or "relative" (a fraction of
@@ -71,10 +71,11 @@ class LeastSquares(_MomentStitcher):
         self.ridge = ridge
         self.ridge_units = ridge_units
 
-    def _check_params(self) -> None:
-        check_bool(self.bias, "bias")
-        check_nonnegative(self.ridge, "ridge")
-        check_choice(self.ridge_units, "ridge_units", RIDGE_UNITS)
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "bias": rule(check_bool),
+        "ridge": rule(check_nonnegative),
+        "ridge_units": rule(check_choice, choices=RIDGE_UNITS),
+    }
 
     def _solve(self, moments: CrossMoments, *, input_dtype: torch.dtype) -> dict[str, Any]:
         ridge = float(self.ridge)

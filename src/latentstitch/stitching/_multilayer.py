@@ -34,7 +34,8 @@ import torch
 from sklearn.base import BaseEstimator, clone
 from torch import nn
 
-from latentstitch._validation import channels_as_rows, check_positive_int
+from latentstitch._core.arrays import channels_as_rows
+from latentstitch._core.params import check_positive_int
 from latentstitch.relative import relative_projection
 from latentstitch.stitching._activations import _StopForward, iter_batches, model_device, resolve_layer
 from latentstitch.stitching._least_squares import LeastSquares

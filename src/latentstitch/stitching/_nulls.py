@@ -23,8 +23,9 @@ import torch
 from sklearn.base import clone
 from torch import nn
 
-from latentstitch._moments import CrossMoments
-from latentstitch._validation import channels_as_rows, check_choice
+from latentstitch._core.arrays import channels_as_rows
+from latentstitch._core.moments import CrossMoments
+from latentstitch._core.params import check_choice
 from latentstitch.stitching._activations import capture, eval_mode, in_memory, model_device, resolve_layer
 from latentstitch.stitching._stitch import StitchedModel, stitch
 from latentstitch.stitching._task_loss import fit_task_loss, stitch_metrics

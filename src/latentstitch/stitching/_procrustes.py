@@ -7,9 +7,9 @@ from typing import Any
 
 import torch
 
-from latentstitch._backend import svd
-from latentstitch._moments import CrossMoments, RankDeficiencyWarning
-from latentstitch._validation import check_bool
+from latentstitch._core.moments import CrossMoments, RankDeficiencyWarning
+from latentstitch._core.numerics import svd
+from latentstitch._core.params import check_bool
 from latentstitch.stitching._base import _MomentStitcher, intercept_for
 
 

@@ -8,8 +8,9 @@ from typing import Any
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-from latentstitch._moments import CrossMoments, solve_least_squares
-from latentstitch._validation import as_float_tensor, check_bool, check_nonnegative, check_positive_int
+from latentstitch._core.arrays import as_float_tensor
+from latentstitch._core.moments import CrossMoments, solve_least_squares
+from latentstitch._core.params import check_bool, check_nonnegative, check_positive_int
 from latentstitch.stitching._base import _MomentStitcher, intercept_for
 
 

@@ -10,18 +10,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._backend import matmul
-from latentstitch._folds import kfold
-from latentstitch._moments import CrossMoments
-from latentstitch._validation import (
-    ArrayLike,
-    as_float_tensor,
-    check_bool,
-    check_choice,
-    check_positive_int,
-    check_same_rows,
-    check_seed,
-)
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows
+from latentstitch._core.folds import kfold
+from latentstitch._core.moments import CrossMoments
+from latentstitch._core.numerics import matmul
+from latentstitch._core.params import check_bool, check_choice, check_positive_int, check_seed
 from latentstitch.relative._transforms import SPREAD_FLOOR, check_spread_floor, floored_spread
 from latentstitch.stitching._base import _AffineMap, moments_of_rows
 from latentstitch.stitching._least_squares import RIDGE_UNITS, LeastSquares, gram_ridge

@@ -24,9 +24,8 @@ from sklearn.base import BaseEstimator
 from torch import nn
 from torch.nn import functional as F
 
-from latentstitch._persist import read_safetensors
-from latentstitch._validation import (
-    as_float_tensor,
+from latentstitch._core.arrays import as_float_tensor
+from latentstitch._core.params import (
     check_choice,
     check_nonnegative,
     check_number,
@@ -34,6 +33,7 @@ from latentstitch._validation import (
     check_positive_int,
     check_seed,
 )
+from latentstitch._core.persist import read_safetensors
 from latentstitch.stitching._activations import (
     capture,
     fit_direct,

@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from torch import nn
 
-from latentstitch._validation import check_nonnegative
+from latentstitch._core.params import check_nonnegative
 from latentstitch.stitching._activations import fit_direct, resolve_layer
 from latentstitch.stitching._lasso import SPARSITY_THRESHOLD, SparseLasso
 from latentstitch.stitching._least_squares import LeastSquares

@@ -11,15 +11,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from latentstitch._moments import CrossMoments, residual_r2
-from latentstitch._validation import (
-    channels_as_rows,
-    check_choice,
-    check_nonnegative,
-    check_positive,
-    check_positive_int,
-    check_seed,
-)
+from latentstitch._core.arrays import channels_as_rows
+from latentstitch._core.moments import CrossMoments, residual_r2
+from latentstitch._core.params import check_choice, check_nonnegative, check_positive, check_positive_int, check_seed
 from latentstitch.similarity import cka
 from latentstitch.stitching._activations import capture, eval_mode, in_memory, iter_batches, model_device, to_model
 from latentstitch.stitching._stitch import LowRankStitch, StitchedModel, affine_map

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from sklearn.base import clone
 
-from latentstitch._validation import ArrayLike, as_float_tensor, check_bool, check_same_rows
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows
+from latentstitch._core.params import check_bool
 from latentstitch.relative import StandardScaling
 from latentstitch.stitching._base import _AffineMap
 from latentstitch.stitching._procrustes import Procrustes

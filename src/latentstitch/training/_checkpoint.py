@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_model, save_file, save_model
 from torch import nn
 
-from latentstitch._persist import read_json, read_safetensors
+from latentstitch._core.persist import read_json, read_safetensors
 
 MODEL_FILE = "model.safetensors"
 OPTIMIZER_FILE = "optimizer.safetensors"

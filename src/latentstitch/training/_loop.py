@@ -12,8 +12,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from latentstitch._progress import progress_bar
-from latentstitch._validation import check_positive, check_positive_int, check_seed
+from latentstitch._core.params import check_positive, check_positive_int, check_seed
+from latentstitch._core.progress import progress_bar
 from latentstitch.training._checkpoint import save_checkpoint
 
 LossOutput = torch.Tensor | Mapping[str, Any] | None

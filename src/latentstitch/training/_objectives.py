@@ -12,7 +12,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.modules.batchnorm import _BatchNorm
 
-from latentstitch._validation import (
+from latentstitch._core.params import (
     check_choice,
     check_nonnegative,
     check_optional_positive_int,

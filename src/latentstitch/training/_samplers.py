@@ -15,7 +15,8 @@ import numpy as np
 import torch
 from torch.utils.data import Sampler
 
-from latentstitch._validation import check_bool, check_positive_int, check_seed, to_numpy
+from latentstitch._core.arrays import to_numpy
+from latentstitch._core.params import check_bool, check_positive_int, check_seed
 
 
 class RandomBatchSampler(Sampler[list[int]]):

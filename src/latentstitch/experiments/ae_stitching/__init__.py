@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from latentstitch._progress import progress_bar
+from latentstitch._core.progress import progress_bar
 from latentstitch.experiments._checkpoint import FOLDER as CHECKPOINT
 from latentstitch.experiments._checkpoint import Checkpoint, console_log
 from latentstitch.experiments._image_tasks import load_image_task

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from latentstitch._progress import progress_bar
+from latentstitch._core.progress import progress_bar
 from latentstitch.experiments._image_tasks import fit_seeded, load_image_task
 from latentstitch.experiments._report import Report, judge, mean_std
 from latentstitch.experiments.cross_architecture_vision import patterns, tables

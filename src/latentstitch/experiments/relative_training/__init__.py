@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from latentstitch._progress import progress_bar
+from latentstitch._core.progress import progress_bar
 from latentstitch.experiments._image_tasks import fit_seeded, load_image_task
 from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
 from latentstitch.experiments.relative_training import patterns

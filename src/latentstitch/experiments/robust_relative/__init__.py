@@ -129,7 +129,7 @@ def _control_table(datasets: dict[str, tuple[dict, list]]) -> ResultTable | None
 
 
 def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
-    from latentstitch._progress import progress_bar
+    from latentstitch._core.progress import progress_bar
     from latentstitch.data import load_emoji_annotations, load_parallel_verses
 
     started = time.perf_counter()

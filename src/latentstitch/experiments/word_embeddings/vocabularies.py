@@ -86,7 +86,7 @@ def trained_pair(sentences: list[list[str]], *, dim: int, epochs: int, min_count
     Every candidate search word (seen >= ``min_count`` times), with its count; ``SpacePair.frequent`` keeps the
     frequent ones. fastText's CBOW was tried first: on so small a corpus its neighbours are spelling neighbours
     ("music": musical, musician, meshullam, mushi), dominated by the character n-grams."""
-    from latentstitch._extras import require
+    from latentstitch._core.extras import require
 
     models = require("gensim.models", "words", package="gensim")
     common = {

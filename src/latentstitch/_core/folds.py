@@ -1,11 +1,12 @@
 """Seeded k-fold splits of paired rows, shared by every cross-validation in latentstitch (the ridge path, the
-bridge's route choice), so that the same ``folds`` and ``seed`` always mean the same held-out rows."""
+bridge's route choice), so that the same ``folds`` and ``seed`` always mean the same held-out rows.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from latentstitch._validation import check_positive_int, check_seed
+from latentstitch._core.params import check_positive_int, check_seed
 
 
 def kfold(n: int, folds: int, seed: int, *, name: str = "folds", min_rows: int = 2) -> list[np.ndarray]:

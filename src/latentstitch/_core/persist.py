@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,8 +31,8 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
-from latentstitch._moments import CrossMoments
-from latentstitch._validation import check_output_path
+from latentstitch._core.moments import CrossMoments
+from latentstitch._core.params import check_declared, check_output_path
 
 FORMAT = "latentstitch/1"
 READABLE_FORMATS = (FORMAT, "latentstitch.stitching/1")  # files of earlier versions stay readable
@@ -70,9 +71,14 @@ class Persistable:
         and files that fail validation, naming the path and what is wrong."""
         return load(path, expected=cls)
 
+    #: parameter name -> its rule (``latentstitch._core.params.rule``): every constructor parameter, declared once.
+    _parameter_constraints: ClassVar[dict[str, Callable[[Any, str], Any]]] = {}
+
     def _check_params(self) -> None:
-        """Validate the constructor's parameters, naming the one at fault (override in subclasses). Called by
-        ``fit`` and by ``load``, so a file with a mistyped parameter is refused when it is read."""
+        """Validate the constructor's parameters by their declared rules (``_parameter_constraints``), naming the
+        one at fault. Called by ``fit`` and by ``load``, so a file with a mistyped parameter is refused when it is
+        read. A subclass with a rule spanning several parameters overrides this and calls ``super()`` first."""
+        check_declared(self)
 
     def _check_loaded(self) -> None:
         """Check restored learned state for consistency (override in subclasses)."""
@@ -147,7 +153,7 @@ def save(estimator: BaseEstimator, path: str | os.PathLike) -> None:
     """Write a fitted estimator to ``path`` (one safetensors file; see the module docstring)."""
     from safetensors.torch import save_file
 
-    from latentstitch import __version__
+    from latentstitch._version import __version__
 
     check_is_fitted(estimator)
     target = check_output_path(path, "path")

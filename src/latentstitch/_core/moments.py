@@ -30,8 +30,9 @@ from collections.abc import Iterator
 
 import torch
 
-from latentstitch._backend import matmul
-from latentstitch._validation import ArrayLike, as_float_tensor, check_choice, check_same_rows, power_of_two_scale
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows
+from latentstitch._core.numerics import matmul, power_of_two_scale
+from latentstitch._core.params import check_choice
 
 # Elements per block of rows (per side): 8 Mi values keep a block's temporaries at 32 MiB in float32, whatever the
 # number of rows, while each block product runs at full BLAS speed (benchmarks/similarity_cka.py: smaller blocks

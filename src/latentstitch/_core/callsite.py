@@ -11,7 +11,7 @@ import os
 import sys
 import warnings
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # latentstitch/, above _core/
 
 
 def caller_stacklevel() -> int:
