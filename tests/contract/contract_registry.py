@@ -96,7 +96,7 @@ STREAMING: dict[str, tuple[dict, str, dict[str, list]]] = {
     ),
 }
 
-# --- estimators (latentstitch._core.persist.Persistable classes): name -> settings --------------------------------------
+# --- estimators (latentstitch._core.persist.Persistable classes): name -> settings ---
 # params: constructor arguments of the instance under test; bad: invalid values per parameter; paired: fit(a, b)
 # (else fit(anchors)); same_rows (default True): a paired fit needs the same rows on both sides (False for an
 # unpaired alignment); arguments: the names of fit's arguments where they are not a/b/anchors/x; reference (default

@@ -10,7 +10,8 @@ A route is a factory of a scikit-learn-shaped estimator with ``fit(source, targe
 - ``"relative"``: the estimator also has ``transform_target(target)``; both sides become relative vectors in one
   shared space, and a head is trained once on the target's relative vectors (``Bridge.fit_head``).
 
-Estimators must be persistable (``latentstitch._core.persist.Persistable``) for a fitted ``Bridge`` to be saved. Adding a
+Estimators must be persistable (``latentstitch._core.persist.Persistable``) for a fitted ``Bridge`` to be saved.
+Adding a
 route is one line::
 
     register_route("functional_map", FunctionalMap, description="...")            # a translation route
