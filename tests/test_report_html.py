@@ -38,7 +38,7 @@ LAPTOP = {"width": 1366, "height": 768}
 
 
 def _png(path: Path, seed: int) -> str:
-    from latentstitch.experiments._report import pyplot, save_figure
+    from latentstitch._core.figures import pyplot, save_figure
 
     plt = pyplot()
     figure, ax = plt.subplots(figsize=(6, 3))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -166,3 +167,10 @@ def channels_as_rows(x: torch.Tensor, name: str) -> torch.Tensor:
 def flatten_samples(x: torch.Tensor) -> torch.Tensor:
     """Activations as one row per sample: (N, ...) -> (N, prod(...)), the convention of CKA and CCA (N may be 0)."""
     return x.reshape(x.shape[0], math.prod(x.shape[1:]))
+
+
+def take_rows(value: Any, index: np.ndarray | torch.Tensor) -> Any:
+    """``value[index]`` along the first axis for a tensor (index moved to its device) or anything numpy reads."""
+    if isinstance(value, torch.Tensor):
+        return value[torch.as_tensor(index, device=value.device)]
+    return np.asarray(value)[np.asarray(index)]

@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, take_rows
 from latentstitch._core.folds import kfold, training_rows
 from latentstitch._core.moments import RankDeficiencyWarning
 from latentstitch._core.params import check_positive_int, check_seed
@@ -25,7 +25,6 @@ from latentstitch.bridge._crossval import (
     cross_validate_route,
     matched_order,
     pass_through,
-    take_rows,
 )
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._routes import get_route, resolve_routes

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from latentstitch._core.arrays import take_rows
 from latentstitch._core.folds import training_rows
 from latentstitch._core.moments import RankDeficiencyWarning
 from latentstitch.bridge._head import LinearHead
@@ -38,12 +39,6 @@ def matched_order(source_ids: Any, target_ids: Any, source: Any, target: Any) ->
         if len(ids) != len(rows):
             raise ValueError(f"{name}: expected one id per row ({len(rows)}), got {len(ids)}")
     return match_ids(source_ids, target_ids, ("source_ids", "target_ids"), ("the source", "the target"))
-
-
-def take_rows(x: Any, index: np.ndarray) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x[torch.as_tensor(index, device=x.device)]
-    return x[index]
 
 
 def cross_validate_route(

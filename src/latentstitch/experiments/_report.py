@@ -349,22 +349,3 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
-def pyplot():
-    """matplotlib.pyplot with the non-interactive Agg backend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def save_figure(figure: Any, path: Path, dpi: int = 100) -> str:
-    """Save a matplotlib figure as PNG (creating the folder), close it, return the path as a string."""
-    plt = pyplot()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=dpi)
-    plt.close(figure)
-    return str(path)

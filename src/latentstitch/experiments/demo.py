@@ -20,8 +20,9 @@ import numpy as np
 import torch
 
 from latentstitch._cli import nonnegative_int, option_errors, output_folder, positive_int
+from latentstitch._core.figures import pyplot, save_figure
 from latentstitch._core.params import check_positive_int, check_seed
-from latentstitch.experiments._report import Expectation, Report, ResultTable, pyplot, save_figure
+from latentstitch.experiments._report import Expectation, Report, ResultTable
 
 HELP = "train two seeds with absolute and relative latents on real MNIST and stitch them zero-shot"
 

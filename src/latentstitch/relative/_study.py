@@ -88,7 +88,7 @@ class AnchorStudy:
     def plot(self, path: str | Path, title: str | None = None) -> Path:
         """Two panels against the number of anchors (log scale), one line per strategy with its spread over seeds:
         zero-shot stitched accuracy, and non-stitched accuracy (the ceiling). Written as PNG."""
-        from latentstitch.experiments._report import pyplot, save_figure
+        from latentstitch._core.figures import pyplot, save_figure
 
         plt = pyplot()
         summary = self.summary()

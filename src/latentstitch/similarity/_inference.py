@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.arrays import ArrayLike, take_rows
 from latentstitch._core.callsite import warn_at_caller
 from latentstitch._core.params import check_choice, check_positive_int
 from latentstitch._core.progress import progress_bar
@@ -147,12 +147,6 @@ def split_options(spec: MeasureSpec, options: dict[str, Any]) -> tuple[dict[str,
     """(options that follow x's rows, the others)."""
     rows = {k: v for k, v in options.items() if k in spec.row_options}
     return rows, {k: v for k, v in options.items() if k not in rows}
-
-
-def take_rows(value: Any, index: np.ndarray | torch.Tensor) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value[torch.as_tensor(index, device=value.device)]
-    return np.asarray(value)[np.asarray(index)]
 
 
 def quiet(fn: Callable[[], Any]) -> Any:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from latentstitch.experiments._report import pyplot, save_figure
+from latentstitch._core.figures import pyplot, save_figure
 from latentstitch.experiments.ae_stitching.config import PAPER_MSE
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from latentstitch.experiments._report import pyplot, save_figure
+from latentstitch._core.figures import pyplot, save_figure
 from latentstitch.experiments.cross_architecture_vision.config import ENCODERS, ROUTES, SHORT
 from latentstitch.experiments.cross_architecture_vision.tables import _cell
 

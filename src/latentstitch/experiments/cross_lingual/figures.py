@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from latentstitch.experiments._report import pyplot, save_figure
+from latentstitch._core.figures import pyplot, save_figure
 from latentstitch.experiments._text import SHORT_NAMES
 
 

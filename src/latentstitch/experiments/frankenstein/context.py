@@ -11,8 +11,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from latentstitch._core.figures import save_figure
 from latentstitch.experiments._checkpoint import Checkpoint
-from latentstitch.experiments._report import save_figure
 from latentstitch.experiments.frankenstein.config import Config
 
 

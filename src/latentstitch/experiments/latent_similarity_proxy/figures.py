@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from latentstitch.experiments._report import pyplot, save_figure
+from latentstitch._core.figures import pyplot, save_figure
 from latentstitch.experiments.latent_similarity_proxy.patterns import PAPER_PEARSON
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch.experiments._report import pyplot, save_figure
+from latentstitch._core.figures import pyplot, save_figure
 from latentstitch.experiments.word_embeddings.retrieval import NUM_ANCHORS, K, zero_pad
 from latentstitch.experiments.word_embeddings.vocabularies import SpacePair
 
