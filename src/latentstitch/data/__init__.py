@@ -20,6 +20,7 @@ Optional dependencies are imported inside the loaders: importing this package im
 from latentstitch.data._datasets import LabelledSplit, load_mnist_5k, split_dataset, stratified_subset
 from latentstitch.data._emoji import load_emoji_annotations
 from latentstitch.data._graphs import Graph, knn_document_graph, stochastic_block_model
+from latentstitch.data._hf_disk import load_hf_from_disk, read_hf_saved
 from latentstitch.data._images import (
     FASHION_MNIST_CLASSES,
     SAMPLE_PHOTOS,
@@ -37,14 +38,9 @@ from latentstitch.data._parallel import (
     clean_osis,
     load_parallel_verses,
 )
-from latentstitch.data._standard import (
-    load_cifar_folder,
-    load_hf_from_disk,
-    load_mnist_folder,
-    load_planetoid,
-    read_hf_saved,
-)
+from latentstitch.data._planetoid import load_planetoid
 from latentstitch.data._text import bbc_news_documents, load_bbc_news
+from latentstitch.data._vision_folders import load_cifar_folder, load_mnist_folder
 from latentstitch.data._words import (
     WordVectors,
     intersect_vocabularies,

@@ -177,7 +177,7 @@ class HuggingFaceFolder(_ArrowFile):
         vector_column: str | None = None,
     ):
         super().__init__(path, option)
-        from latentstitch.data._standard import read_hf_tables
+        from latentstitch.data._hf_disk import read_hf_tables
 
         try:
             splits = read_hf_tables(path)

@@ -328,9 +328,6 @@ class _MomentStitcher(_AffineMap):
             setattr(self, name, wrap_like(value, like) if isinstance(value, torch.Tensor) else value)
         return self
 
-    def _check_params(self) -> None:
-        """Validate the constructor's parameters (called by ``fit``, as scikit-learn estimators do)."""
-
     def _needed_products(self) -> tuple[str, ...]:
         """The statistics ``_solve`` reads (``CrossMoments``' ``products``); may depend on the parameters."""
         return self._products

@@ -1,0 +1,171 @@
+"""The layout is the architecture: every package sits in a layer, and imports only go down.
+
+The rules (README, "Layout"): no package imports one of a higher layer (not even deferred inside a function); no
+module takes part in an import circle; no underscore-prefixed name crosses a package boundary; nothing inside the
+package imports the package root (a facade for users); ``_core`` depends on nothing above it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "latentstitch"
+
+#: room -> layer; an import may go to the same or a lower layer only.
+LAYERS: dict[str, int] = {
+    "_version": 0,
+    "_core": 0,
+    "invariance": 1,
+    "distributed": 1,
+    "relative": 2,
+    "similarity": 3,
+    "losses": 3,
+    "training": 4,
+    "stitching": 5,
+    "models": 5,
+    "alignment": 6,
+    "data": 7,
+    "encoders": 7,
+    "embeddings": 7,
+    "bridge": 8,
+    "experiments": 9,
+    "report": 10,
+    "cli": 11,
+    "__main__": 11,
+}
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        modules[name] = path
+    return modules
+
+
+MODULES = _modules()
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "<root>"
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, str | None, int]]:
+    """(imported module, imported name or None, line) for every latentstitch import, deferred ones included."""
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, None, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                known = submodule in MODULES
+                found.append((submodule, None, node.lineno) if known else (base, alias.name, node.lineno))
+    return [item for item in found if item[0].split(".")[0] == "latentstitch"]
+
+
+IMPORTS = {module: _imports(module, path) for module, path in MODULES.items()}
+
+
+def test_every_room_has_a_layer():
+    rooms = {_room(module) for module in MODULES} - {"<root>"}
+    assert rooms <= set(LAYERS), f"packages without a layer in LAYERS: {sorted(rooms - set(LAYERS))}"
+
+
+def test_imports_only_go_down():
+    upward = []
+    for module, imports in IMPORTS.items():
+        room = _room(module)
+        if room == "<root>":
+            continue
+        for target, _, line in imports:
+            other = _room(target)
+            if other == "<root>":
+                upward.append(f"{module}:{line} imports the package root (use latentstitch._version or a subpackage)")
+            elif LAYERS.get(other, -1) > LAYERS.get(room, -1):
+                layers = f"layer {LAYERS.get(room)} imports layer {LAYERS.get(other)}"
+                upward.append(f"{module}:{line} imports {target} ({layers})")
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_circles():
+    graph: dict[str, set[str]] = defaultdict(set)
+    for module, imports in IMPORTS.items():
+        for target, _, _ in imports:
+            if target in MODULES and target != module and not module.startswith(target + "."):
+                graph[module].add(target)
+    # Tarjan's strongly connected components, iteratively
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+    counter = 0
+    for root in sorted(MODULES):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    assert not circles, f"import circles: {circles}"
+
+
+def test_no_private_name_crosses_a_package():
+    crossing = [
+        f"{module}:{line} imports {name} from {target}"
+        for module, imports in IMPORTS.items()
+        for target, name, line in imports
+        if name and name.startswith("_") and not name.startswith("__") and _room(target) != _room(module)
+    ]
+    assert not crossing, "\n".join(crossing)
+
+
+@pytest.mark.parametrize("room", ["_core", "_version"])
+def test_the_core_depends_on_nothing_above_it(room):
+    above = [
+        f"{module}:{line} imports {target}"
+        for module, imports in IMPORTS.items()
+        if _room(module) == room
+        for target, _, line in imports
+        if LAYERS.get(_room(target), 99) > 0
+    ]
+    assert not above, "\n".join(above)
