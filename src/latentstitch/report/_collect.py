@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from latentstitch.report._html import is_image
+from latentstitch.report._markdown import title_and_body
 
 #: The kinds of result JSON file the report renders.
 KINDS = ("reproduction", "demo", "bridge", "compare")
@@ -260,8 +261,6 @@ def _table(source: Path, index: int, table: Any) -> dict[str, Any]:
 def _load_measurement(source: Path) -> ResultFile:
     """A folder reported by its markdown files (``results.md`` first) and images; ``results.json`` beside them, of
     any shape, gives the run's seconds."""
-    from latentstitch.report._markdown import title_and_body
-
     folder = source if source.is_dir() else source.parent
     if not folder.is_dir():
         raise ValueError(f"{source}: no such file or folder")
