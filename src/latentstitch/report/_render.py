@@ -38,6 +38,7 @@ def _section(result: ResultFile, anchor: str, previous: str | None, following: s
 
 
 def _overview(results: list[ResultFile], anchors: list[str]) -> str:
+    judged_any = any(counts(r)[1] or r.smoke for r in results)  # the verdict columns only when there are verdicts
     rows = []
     for result, anchor in zip(results, anchors, strict=True):
         held, judged, head_held, head_judged = counts(result)
@@ -48,17 +49,19 @@ def _overview(results: list[ResultFile], anchors: list[str]) -> str:
             headline = f"{head_held} / {head_judged}" if head_judged else "-"
         css = "" if not judged else ("held" if held == judged else "missed")
         seconds = "-" if result.seconds is None else f"{result.seconds:.0f}"
-        rows.append(
-            f'<tr class="{css}"><td><a href="#{anchor}">{escape(toc_label(result))}</a></td>'
-            f"<td>{escape(title(result))}</td><td>{escape(run_label(result))}</td>"
-            f'<td class="num">{escape(verdicts)}</td><td class="num">{escape(headline)}</td>'
-            f'<td class="num">{escape(seconds)}</td></tr>'
-        )
+        cells = [
+            f'<td><a href="#{anchor}">{escape(toc_label(result))}</a></td>',
+            f'<td class="what">{escape(title(result))}</td><td>{escape(run_label(result))}</td>',
+        ]
+        if judged_any:
+            cells.append(f'<td class="num">{escape(verdicts)}</td><td class="num">{escape(headline)}</td>')
+        cells.append(f'<td class="num">{escape(seconds)}</td>')
+        rows.append(f'<tr class="{css}">{"".join(cells)}</tr>')
+    verdict_heads = '<th class="num">patterns held</th><th class="num">★ headline held</th>' if judged_any else ""
     return (
-        '<div class="scroll" id="index"><table><caption>Overview: every result on this page</caption><thead><tr>'
-        '<th>name</th><th>what</th><th>kind</th><th class="num">patterns held</th>'
-        '<th class="num">★ headline held</th><th class="num">time (s)</th>'
-        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        '<div class="scroll" id="index"><table class="overview"><caption>Overview: every result on this page'
+        f'</caption><thead><tr><th>name</th><th class="what">what</th><th>kind</th>{verdict_heads}'
+        f'<th class="num">time (s)</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
     )
 
 

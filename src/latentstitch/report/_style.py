@@ -21,6 +21,7 @@ main { margin-left: var(--side); padding: 16px 28px 64px; max-width: calc(var(--
 @media (max-width: 900px) {
   nav.toc { position: static; width: auto; border-right: 0; border-bottom: 1px solid var(--line); padding: 8px 14px; }
   nav.toc ol { columns: 2 14em; column-gap: 12px; }
+  table.overview .what { display: none; }
   main { margin-left: 0; padding: 12px 14px 48px; }
   .columns { grid-template-columns: 1fr !important; }
 }
