@@ -35,6 +35,7 @@ CHROMIUM_FLAGS = (
     "--disable-sync",
 )
 LAPTOP = {"width": 1366, "height": 768}
+PHONE = {"width": 390, "height": 844}
 
 
 def _png(path: Path, seed: int) -> str:
@@ -104,7 +105,8 @@ def test_finds_every_result_and_nothing_else(tmp_path):
 def test_page_is_self_contained_and_escapes_text(tmp_path):
     root = _results_folder(tmp_path)
     page = render_html(find_results(root))
-    assert page.count("data:image/png;base64,") == 4 and 'src="http' not in page and "<script" not in page
+    # 4 figures of the reproductions, 1 chart of the bridge's route scores
+    assert page.count("data:image/png;base64,") == 5 and 'src="http' not in page and "<script" not in page
     assert "&lt;with markup &amp; quotes&quot;&gt;" in page and "<with markup" not in page
     assert "✓ held" in page and "✗ not held" in page
     assert page.count('<section class="result"') == 4
@@ -206,6 +208,10 @@ _CHECK_PAGE = """JSON.stringify({
   verdictRows: document.querySelectorAll("table.patterns tbody tr").length,
   brokenLinks: Array.from(document.querySelectorAll('a[href^="#"]'))
       .map(a => a.getAttribute("href").slice(1)).filter(id => !document.getElementById(id)),
+  tocLinks: Array.from(document.querySelectorAll("nav.toc a")).map(a => a.getAttribute("href").slice(1)),
+  tocBottom: document.querySelector("nav.toc").getBoundingClientRect().bottom,
+  mainTop: document.querySelector("main").getBoundingClientRect().top,
+  mainLeft: document.querySelector("main").getBoundingClientRect().left,
   pageWidth: document.documentElement.scrollWidth,
   viewWidth: window.innerWidth,
 })"""
@@ -226,33 +232,41 @@ def test_report_renders_in_a_headless_browser(tmp_path):
             session = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
             for domain in ("Page", "Network", "Runtime"):
                 browser.call(f"{domain}.enable", session=session)
-            browser.call(
-                "Emulation.setDeviceMetricsOverride",
-                {**LAPTOP, "deviceScaleFactor": 1, "mobile": False},
-                session=session,
-            )
-            browser.call("Page.navigate", {"url": page.as_uri()}, session=session)
-            browser.wait_for("Page.loadEventFired")
-            checked = browser.call(
-                "Runtime.evaluate", {"expression": _CHECK_PAGE, "returnByValue": True}, session=session
-            )
-            state = json.loads(checked["result"]["value"])
-            shot = browser.call("Page.captureScreenshot", {"format": "png"}, session=session)
+            states = {}
+            for name, size in (("laptop", LAPTOP), ("phone", PHONE)):
+                browser.call(
+                    "Emulation.setDeviceMetricsOverride",
+                    {**size, "deviceScaleFactor": 1, "mobile": name == "phone"},
+                    session=session,
+                )
+                browser.call("Page.navigate", {"url": page.as_uri()}, session=session)
+                browser.wait_for("Page.loadEventFired")
+                checked = browser.call(
+                    "Runtime.evaluate", {"expression": _CHECK_PAGE, "returnByValue": True}, session=session
+                )
+                states[name] = json.loads(checked["result"]["value"])
+                if name == "laptop":
+                    shot = browser.call("Page.captureScreenshot", {"format": "png"}, session=session)
             sent = [e for e in browser.events if e.get("method") == "Network.requestWillBeSent"]
             requests = [e["params"]["request"]["url"] for e in sent]
         finally:
             browser.close()
+    state, phone = states["laptop"], states["phone"]
     screenshot = base64.b64decode(shot["data"])
     (tmp_path / "report.png").write_bytes(screenshot)
     if os.environ.get("LATENTSTITCH_KEEP_SCREENSHOT"):  # to look at it: the path to copy the PNG to
         Path(os.environ["LATENTSTITCH_KEEP_SCREENSHOT"]).write_bytes(screenshot)
     assert screenshot.startswith(b"\x89PNG") and len(screenshot) > 20_000
-    assert len(state["images"]) == 4
+    assert len(state["images"]) == 5  # 4 figures, the bridge's route chart
     assert all(i["complete"] and i["width"] > 100 and i["height"] > 50 and i["shown"] > 100 for i in state["images"])
-    # 2 reproductions x (patterns + 2 tables) + bridge + compare + the index
-    assert state["tables"] == 2 * 3 + 1 + 1 + 1
+    # 2 reproductions x (patterns + 2 tables) + bridge + compare + the overview + what is not shown (settings.json)
+    assert state["tables"] == 2 * 3 + 1 + 1 + 1 + 1
     assert state["sections"] == ["alpha", "beta", "bridge", "compare"]
     assert state["verdictRows"] == 2 + 1  # full run: both patterns; quick run: the headline one
     assert state["brokenLinks"] == []
+    assert set(state["sections"]) <= set(state["tocLinks"]), "a section is missing from the table of contents"
     assert state["pageWidth"] <= state["viewWidth"], "the page scrolls sideways on a laptop screen"
+    assert state["mainLeft"] >= 200, "the table of contents is not beside the page on a laptop screen"
+    assert phone["pageWidth"] <= phone["viewWidth"], "the page scrolls sideways on a phone"
+    assert phone["tocBottom"] <= phone["mainTop"] + 1 and phone["mainLeft"] < 40, "contents not on top on a phone"
     assert requests and all(url.startswith(("file:", "data:")) for url in requests), requests
