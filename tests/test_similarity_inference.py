@@ -13,7 +13,7 @@ from scipy import stats
 
 from latentstitch import similarity as sim
 from latentstitch.similarity._inference import null_distribution
-from latentstitch.similarity._null_kernels import KERNELS
+from latentstitch.similarity._null_kernels import NULL_KERNELS
 from latentstitch.similarity._registry import prepare_pair
 from latentstitch.similarity._resampling import Permutations
 
@@ -27,7 +27,7 @@ def related(n=40, p=5, q=4, seed=0):
 
 # --- batched nulls equal the loop over the measure ------------------------------------------------------------
 
-BATCHED = [(name, {}) for name in sorted(KERNELS)] + [
+BATCHED = [(name, {}) for name in sorted(NULL_KERNELS)] + [
     ("linear_cka", {"debiased": True}),
     ("rbf_cka", {"debiased": True, "bandwidth": 0.5}),
     ("mutual_knn", {"k": 4, "clamp_quantile": 0.9}),

@@ -244,11 +244,11 @@ def test_mrr_truncation_matches_its_definition():
 
 
 def test_large_inputs_are_chunked(monkeypatch):
-    import latentstitch.similarity._neighbors as neighbors
+    import latentstitch._core.knn as knn
 
     x, y = data(n=90, p=6, same=True, seed=2)
     expected = (sim.mutual_knn(x, y, 4), sim.jaccard_at_k(x, y, 4), sim.mrr(x, y))
-    monkeypatch.setattr(neighbors, "_CHUNK_ELEMENTS", 200)  # chunks of 2 rows
+    monkeypatch.setattr(knn, "CHUNK_ELEMENTS", 200)  # chunks of 2 rows
     assert (sim.mutual_knn(x, y, 4), sim.jaccard_at_k(x, y, 4), sim.mrr(x, y)) == expected
 
 

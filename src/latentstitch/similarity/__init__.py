@@ -19,14 +19,21 @@ from latentstitch.similarity._gulp import gulp
 from latentstitch.similarity._inference import BootstrapCI, PermutationTest, bootstrap_ci, permutation_test
 from latentstitch.similarity._matching import aligned_cosine, correlation_match, permutation_metric
 from latentstitch.similarity._multiple import PairwiseTest
-from latentstitch.similarity._neighborhoods import cknna, cycle_knn, knn_jaccard, rank_similarity, second_order_cosine
-from latentstitch.similarity._neighbors import jaccard_at_k, matched_cosine, mrr, mutual_knn
+from latentstitch.similarity._neighborhood_measures import (
+    cknna,
+    cycle_knn,
+    knn_jaccard,
+    mutual_knn,
+    rank_similarity,
+    second_order_cosine,
+)
 from latentstitch.similarity._pairwise import Comparison, compare, heatmap, pairwise
 from latentstitch.similarity._pnka import pnka
 from latentstitch.similarity._procrustes import procrustes_distance, shape_metric_angular
 from latentstitch.similarity._registry import MEASURES, MeasureSpec, ZeroVarianceError, get_measure, register_measure
 from latentstitch.similarity._regression import r2_linear
 from latentstitch.similarity._resampling import row_weights
+from latentstitch.similarity._retrieval import jaccard_at_k, matched_cosine, mrr
 from latentstitch.similarity._rsa import rsa
 from latentstitch.similarity._sample_size import SmallSampleWarning, is_trivial
 from latentstitch.similarity._streaming import (

@@ -23,7 +23,7 @@ from latentstitch._core.numerics import matmul, row_norms
 from latentstitch._core.params import check_bool, check_choice, check_positive, check_positive_int
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, needs_grad, prepare_pair
 
-KERNELS = ("linear", "rbf")
+CKA_KERNELS = ("linear", "rbf")
 
 
 # --- feature space ---------------------------------------------------------------------------------------------
@@ -318,7 +318,7 @@ def cka(
     scale (float64 products, or a power-of-two rescaling, which the index is invariant to), not a false "zero
     variance" or an overflow.
     """
-    check_choice(kernel, "kernel", KERNELS)
+    check_choice(kernel, "kernel", CKA_KERNELS)
     check_bool(debiased, "debiased")
     check_positive(bandwidth, "bandwidth")
     check_choice(method, "method", ("auto", "features", "gram"))
