@@ -285,7 +285,8 @@ def test_pairwise_matrix_and_heatmap(tmp_path):
     rng = np.random.default_rng(0)
     base = rng.standard_normal((40, 5))
     reps = {"a": base, "b": base @ rng.standard_normal((5, 5)), "c": rng.standard_normal((40, 3))}
-    matrix = sim.pairwise(reps, "linear_cka", plot=tmp_path / "cka.png")
+    matrix = sim.pairwise(reps, "linear_cka")
+    sim.heatmap(matrix, tmp_path / "cka.png", labels=list(reps), measure="linear_cka")
     assert matrix.shape == (3, 3)
     np.testing.assert_allclose(matrix, matrix.T)
     np.testing.assert_allclose(np.diag(matrix), 1.0)

@@ -21,7 +21,7 @@ import torch
 from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.params import check_choice, check_positive_int, check_probability, check_seed
 from latentstitch.distributed._arrays import dask_pair, is_dask_array, reduce_blocks
-from latentstitch.similarity._inference import BootstrapCI, confidence_interval
+from latentstitch.similarity._bootstrap import BootstrapCI, confidence_interval
 from latentstitch.similarity._registry import MEASURES, prepare_pair
 from latentstitch.similarity._resampling import row_weights
 from latentstitch.similarity._sample_size import is_trivial
