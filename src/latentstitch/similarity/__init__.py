@@ -46,7 +46,6 @@ from latentstitch.similarity._streaming import (
     StreamingEigenspaceOverlap,
     StreamingENSD,
     StreamingGULP,
-    StreamingMinibatchCKA,
     StreamingPermutation,
     StreamingProcrustes,
     StreamingPWCCA,
@@ -54,6 +53,7 @@ from latentstitch.similarity._streaming import (
     StreamingSVCCA,
 )
 from latentstitch.similarity._streaming_bootstrap import StreamingBootstrap
+from latentstitch.similarity._streaming_minibatch import StreamingMinibatchCKA
 from latentstitch.similarity._subspace import eigenspace_overlap, ensd
 
 __all__ = [
