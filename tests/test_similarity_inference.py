@@ -13,8 +13,8 @@ import torch
 from scipy import stats
 
 from latentstitch import similarity as sim
-from latentstitch.similarity._permutation_test import null_distribution
 from latentstitch.similarity._null_kernels import NULL_KERNELS
+from latentstitch.similarity._permutation_test import null_distribution
 from latentstitch.similarity._registry import prepare_pair
 from latentstitch.similarity._resampling import Permutations
 

@@ -31,7 +31,8 @@ from latentstitch._core.knn import shared_neighbours, top_k
 from latentstitch._core.moments import CrossMoments
 from latentstitch._core.numerics import matmul, unit_rows
 from latentstitch.similarity._cca import _principal_directions, whitener
-from latentstitch.similarity._cka import _debias, center_gram, gram_rbf
+from latentstitch.similarity._cka import center_gram, gram_rbf
+from latentstitch.similarity._cka_statistics import debiased_hsic
 from latentstitch.similarity._distance_correlation import double_centred_distances
 from latentstitch.similarity._gulp import gulp_terms, ridge_inverse
 from latentstitch.similarity._knn import clamp_outliers, neighbour_lists
@@ -133,13 +134,13 @@ def _cka(x, y, kernel="linear", debiased=False, bandwidth=1.0, method="auto"):
     norms_x = (batch.x.to(torch.float64) ** 2).sum(dim=1)  # squared norms of the centred rows
     norms_y = (batch.y.to(torch.float64) ** 2).sum(dim=1)
     total_x, total_y = torch.trace(cxx), torch.trace(cyy)
-    xx = _debias(xx, norms_x @ norms_x, total_x, total_x, n)
-    yy = _debias(yy, norms_y @ norms_y, total_y, total_y, n)
+    xx = debiased_hsic(xx, norms_x @ norms_x, total_x, total_x, n)
+    yy = debiased_hsic(yy, norms_y @ norms_y, total_y, total_y, n)
     denominator = torch.sqrt(xx) * torch.sqrt(yy)
 
     def null(perms: torch.Tensor) -> torch.Tensor:
         frobenius = (batch.cross(perms) ** 2).sum(dim=(1, 2))
-        return _debias(frobenius, norms_y[perms] @ norms_x, total_x, total_y, n) / denominator
+        return debiased_hsic(frobenius, norms_y[perms] @ norms_x, total_x, total_y, n) / denominator
 
     return null
 

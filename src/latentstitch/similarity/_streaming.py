@@ -27,7 +27,7 @@ from latentstitch.similarity._cca import (
     pwcca_from_moments,
     svcca_from_moments,
 )
-from latentstitch.similarity._cka import CKAStatistics, cka_ratio
+from latentstitch.similarity._cka_statistics import CKAStatistics, cka_ratio
 from latentstitch.similarity._gulp import gulp_from_moments
 from latentstitch.similarity._matching import (
     PERMUTATION_SCORES,

@@ -8,7 +8,8 @@ import torch
 from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.numerics import power_of_two_scale
 from latentstitch.distributed import is_dask_array, update_blocks
-from latentstitch.similarity._cka import cka_ratio, linear_hsic_terms
+from latentstitch.similarity._cka import linear_hsic_terms
+from latentstitch.similarity._cka_statistics import cka_ratio
 from latentstitch.similarity._registry import prepare_pair
 
 
