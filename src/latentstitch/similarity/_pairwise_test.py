@@ -173,37 +173,26 @@ def pairwise_test(
     best = np.unravel_index(int(np.argmax(observed)), observed.shape)
     tolerance = 1e-9 * np.maximum(1.0, np.abs(np.where(np.isfinite(observed), observed, 0.0)))
     if correction == "max":
-        maxima = flat.max(axis=0)
-        corrected = (1 + (maxima[None, None, :] >= (observed - tolerance)[..., None]).sum(axis=-1)) / (1 + permutations)
-        return PairwiseTest(
-            measure=spec.name,
-            values=values,
-            p_values=corrected,
-            p_values_uncorrected=uncorrected,
-            global_p_value=float(corrected[best]),
-            best=(int(best[0]), int(best[1])),
-            null_mean=null.mean(axis=-1),
-            null_std=null.std(axis=-1, ddof=1),
-            null_statistic=maxima,
-            labels=labels,
-            labels_against=labels_against,
-            correction=correction,
-            statistic=statistic,
-            trivial=trivial,
+        null_statistic = flat.max(axis=0)
+        p_values = (1 + (null_statistic[None, None, :] >= (observed - tolerance)[..., None]).sum(axis=-1)) / (
+            1 + permutations
         )
-    means = flat.mean(axis=0)
-    observed_mean = float(np.mean(observed))
-    global_p = (1 + np.count_nonzero(means >= observed_mean - 1e-9 * max(1.0, abs(observed_mean)))) / (1 + permutations)
+        global_p = float(p_values[best])
+    else:
+        null_statistic = flat.mean(axis=0)
+        observed_mean = float(np.mean(observed))
+        extreme = np.count_nonzero(null_statistic >= observed_mean - 1e-9 * max(1.0, abs(observed_mean)))
+        p_values, global_p = uncorrected, (1 + extreme) / (1 + permutations)
     return PairwiseTest(
         measure=spec.name,
         values=values,
-        p_values=uncorrected,
+        p_values=p_values,
         p_values_uncorrected=uncorrected,
         global_p_value=float(global_p),
         best=(int(best[0]), int(best[1])),
         null_mean=null.mean(axis=-1),
         null_std=null.std(axis=-1, ddof=1),
-        null_statistic=means,
+        null_statistic=null_statistic,
         labels=labels,
         labels_against=labels_against,
         correction=correction,
