@@ -5,6 +5,7 @@ value at about their level; grouped permutations keep groups together; small sam
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 
 import numpy as np
 import pytest
@@ -12,8 +13,8 @@ import torch
 from scipy import stats
 
 from latentstitch import similarity as sim
-from latentstitch.similarity._inference import null_distribution
-from latentstitch.similarity._null_kernels import KERNELS
+from latentstitch.similarity._null_kernels import NULL_KERNELS
+from latentstitch.similarity._permutation_test import null_distribution
 from latentstitch.similarity._registry import prepare_pair
 from latentstitch.similarity._resampling import Permutations
 
@@ -27,7 +28,7 @@ def related(n=40, p=5, q=4, seed=0):
 
 # --- batched nulls equal the loop over the measure ------------------------------------------------------------
 
-BATCHED = [(name, {}) for name in sorted(KERNELS)] + [
+BATCHED = [(name, {}) for name in sorted(NULL_KERNELS)] + [
     ("linear_cka", {"debiased": True}),
     ("rbf_cka", {"debiased": True, "bandwidth": 0.5}),
     ("mutual_knn", {"k": 4, "clamp_quantile": 0.9}),
@@ -141,8 +142,10 @@ def test_errors_name_the_argument():
         sim.bootstrap_ci(x, y, level=95)
     with pytest.raises(ValueError, match="interval: expected one of"):
         sim.bootstrap_ci(x, y, interval="student")
-    with pytest.raises(ValueError, match="permutations: a test over pairs needs against="):
+    with pytest.raises(TypeError, match=r"permutations= is not an argument of pairwise .* pairwise_test\("):
         sim.pairwise([x, y], permutations=10)
+    with pytest.raises(TypeError, match=r"plot= .* heatmap\("):
+        sim.pairwise([x, y], plot="cka.png")
 
 
 # --- groups ------------------------------------------------------------------------------------------------------
@@ -201,7 +204,7 @@ def test_pairwise_test_finds_the_related_layer():
     a = {f"a{i}": rng.standard_normal((60, 4 + i)) for i in range(3)}
     b = {f"b{j}": rng.standard_normal((60, 5)) for j in range(3)}
     b["b1"] = a["a2"] @ rng.standard_normal((6, 5)) + 0.5 * rng.standard_normal((60, 5))
-    test = sim.pairwise(a, "linear_cka", against=b, permutations=99, progress=False)
+    test = sim.pairwise_test(a, b, "linear_cka", permutations=99, progress=False)
     assert test.values.shape == (3, 3) and test.best == (2, 1)
     assert test.values[2, 1] == pytest.approx(sim.cka(a["a2"], b["b1"]))
     assert test.global_p_value == pytest.approx(0.01)
@@ -215,13 +218,10 @@ def test_pairwise_test_finds_the_related_layer():
 def test_pairwise_test_heatmap_stars_significant_pairs(tmp_path):
     rng = np.random.default_rng(1)
     x = rng.standard_normal((40, 4))
-    test = sim.pairwise(
-        [x, rng.standard_normal((40, 3))],
-        against=[x @ rng.standard_normal((4, 4))],
-        permutations=19,
-        plot=tmp_path / "grid.png",
-        progress=False,
+    test = sim.pairwise_test(
+        [x, rng.standard_normal((40, 3))], [x @ rng.standard_normal((4, 4))], permutations=19, progress=False
     )
+    assert sim.heatmap(test, tmp_path / "grid.png") == tmp_path / "grid.png"
     assert test.p_values.shape == (2, 1) and (tmp_path / "grid.png").stat().st_size > 1000
 
 
@@ -232,7 +232,7 @@ def test_max_correction_gives_uniform_p_values_under_the_global_null():
     for seed in range(100):
         a = [rng.standard_normal((25, 2)), rng.standard_normal((25, 6))]
         b = [rng.standard_normal((25, 3)), rng.standard_normal((25, 5))]
-        test = sim.pairwise(a, "linear_cka", against=b, permutations=49, seed=seed, progress=False)
+        test = sim.pairwise_test(a, b, "linear_cka", permutations=49, seed=seed, progress=False)
         corrected.append(test.global_p_value)
         naive_min.append(test.p_values_uncorrected.min())
     assert stats.kstest(corrected, "uniform").pvalue > 1e-3
@@ -243,10 +243,10 @@ def test_max_correction_gives_uniform_p_values_under_the_global_null():
 def test_mean_correction_is_one_omnibus_test():
     rng = np.random.default_rng(3)
     a = [rng.standard_normal((40, 3)) for _ in range(2)]
-    test = sim.pairwise(
+    test = sim.pairwise_test(
         a,
+        [v + 0.3 * rng.standard_normal((40, 3)) for v in a],
         "linear_cka",
-        against=[v + 0.3 * rng.standard_normal((40, 3)) for v in a],
         permutations=49,
         correction="mean",
         progress=False,
@@ -407,4 +407,24 @@ def test_compare_without_trivial_measures_stays_quiet():
     with warnings.catch_warnings():
         warnings.simplefilter("error", sim.SmallSampleWarning)
         values = sim.compare(x, y)
-    assert values.trivial == () and isinstance(values, dict)
+    assert values.trivial == () and isinstance(values, Mapping) and values.to_dict() == dict(values)
+
+
+# --- results as types ---------------------------------------------------------------------------------------------
+
+
+def test_results_are_dataclasses_with_json_ready_dicts():
+    import json
+
+    x, y = related()
+    test = sim.permutation_test(x, y, permutations=9)
+    record = test.to_dict()
+    assert record["p_value"] == test.p_value and record["calibrated"] == test.calibrated
+    assert record["null"] == test.null.tolist()
+    interval = sim.bootstrap_ci(x, y, n_boot=5).to_dict()
+    assert {"low", "high", "level", "replicates", "trivial"} <= set(interval)
+    grid = sim.pairwise_test([x], [y, x], permutations=9, progress=False).to_dict()
+    assert grid["best"] == [0, 1] and grid["labels_against"] == ["0", "1"]
+    values = sim.compare(x, y, measures=["linear_cka"])
+    assert values.to_dict() == {"linear_cka": values["linear_cka"]} and str(values) == str(values.to_dict())
+    json.dumps([record, interval, grid, values.to_dict()])

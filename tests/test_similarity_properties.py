@@ -244,11 +244,11 @@ def test_mrr_truncation_matches_its_definition():
 
 
 def test_large_inputs_are_chunked(monkeypatch):
-    import latentstitch.similarity._neighbors as neighbors
+    import latentstitch._core.knn as knn
 
     x, y = data(n=90, p=6, same=True, seed=2)
     expected = (sim.mutual_knn(x, y, 4), sim.jaccard_at_k(x, y, 4), sim.mrr(x, y))
-    monkeypatch.setattr(neighbors, "_CHUNK_ELEMENTS", 200)  # chunks of 2 rows
+    monkeypatch.setattr(knn, "CHUNK_ELEMENTS", 200)  # chunks of 2 rows
     assert (sim.mutual_knn(x, y, 4), sim.jaccard_at_k(x, y, 4), sim.mrr(x, y)) == expected
 
 
@@ -285,7 +285,8 @@ def test_pairwise_matrix_and_heatmap(tmp_path):
     rng = np.random.default_rng(0)
     base = rng.standard_normal((40, 5))
     reps = {"a": base, "b": base @ rng.standard_normal((5, 5)), "c": rng.standard_normal((40, 3))}
-    matrix = sim.pairwise(reps, "linear_cka", plot=tmp_path / "cka.png")
+    matrix = sim.pairwise(reps, "linear_cka")
+    sim.heatmap(matrix, tmp_path / "cka.png", labels=list(reps), measure="linear_cka")
     assert matrix.shape == (3, 3)
     np.testing.assert_allclose(matrix, matrix.T)
     np.testing.assert_allclose(np.diag(matrix), 1.0)

@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load, save
 
 from latentstitch import similarity as sim
-from latentstitch.similarity._cka import CKAStatistics, _RowNormSums
+from latentstitch.similarity._cka_statistics import CKAStatistics, RowNormSums
 
 STREAMS = [
     (lambda: sim.StreamingCKA(), sim.cka),
@@ -120,9 +120,9 @@ def test_row_norm_sums_move_exactly_to_a_new_shift():
     stats = CKAStatistics(debiased=True).update(a, b)
     delta_a, delta_b = torch.from_numpy(rng.standard_normal(4)), torch.from_numpy(rng.standard_normal(3))
     moved = stats.row_norms.moved(stats.moments, delta_a, delta_b).values
-    direct = _RowNormSums()
+    direct = RowNormSums()
     direct.add(a - (stats.moments.shift_a + delta_a), b - (stats.moments.shift_b + delta_b))
-    for key in _RowNormSums.FIELDS:
+    for key in RowNormSums.FIELDS:
         torch.testing.assert_close(moved[key], direct.values[key], rtol=1e-10, atol=1e-8)
 
 

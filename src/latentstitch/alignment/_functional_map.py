@@ -9,10 +9,10 @@ from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.sparse.linalg import LinearOperator, cg, eigsh
 
 from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.knn import top_k
 from latentstitch._core.numerics import unit_rows
 from latentstitch._core.params import check_choice, check_nonnegative, check_positive_int
 from latentstitch.alignment._common import as_pairs, space
-from latentstitch.similarity._neighbors import top_k
 from latentstitch.stitching._base import _AffineMap
 from latentstitch.stitching._least_squares import LeastSquares
 from latentstitch.stitching._procrustes import Procrustes

@@ -16,7 +16,16 @@ Independent pieces (the pairs of ``similarity.pairwise(..., client=...)``, point
 Importing this package does not import dask; see ``docs/distributed.md``.
 """
 
-from latentstitch.distributed._arrays import is_dask_array, reduce_blocks
+from latentstitch.distributed._arrays import dask_pair, is_dask_array, reduce_blocks, update_blocks
 from latentstitch.distributed._tasks import client_scope, get_client, map_tasks, pin_torch_threads
 
-__all__ = ["client_scope", "get_client", "is_dask_array", "map_tasks", "pin_torch_threads", "reduce_blocks"]
+__all__ = [
+    "client_scope",
+    "dask_pair",
+    "get_client",
+    "is_dask_array",
+    "map_tasks",
+    "pin_torch_threads",
+    "reduce_blocks",
+    "update_blocks",
+]

@@ -14,7 +14,7 @@ from latentstitch.relative._anchors import STRATEGIES, select_anchors
 from latentstitch.relative._geodesic import GeodesicGraph, geodesic_graph
 from latentstitch.relative._modules import OUTPUT_NORMS, RelativeProjection, RobustRelativeProjection
 from latentstitch.relative._multilayer import MultiLayerRelativeProjection, multilayer_relative_projection
-from latentstitch.relative._product import ProductOfInvariances, product_invariances, product_of_invariances
+from latentstitch.relative._product import ProductOfInvariances, product_of_invariances, shared_invariances
 from latentstitch.relative._projection import relative_projection
 from latentstitch.relative._prototypes import LearnedAnchors, fit_prototypes
 from latentstitch.relative._similarities import SIMILARITIES, SimilaritySpec, get_similarity, register_similarity
@@ -49,10 +49,10 @@ __all__ = [
     "geodesic_graph",
     "get_similarity",
     "multilayer_relative_projection",
-    "product_invariances",
     "product_of_invariances",
     "register_similarity",
     "relative_projection",
     "select_anchors",
+    "shared_invariances",
     "sparsify_similarities",
 ]

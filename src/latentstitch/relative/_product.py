@@ -7,7 +7,7 @@ neuron, a translation... Each similarity function makes the relative representat
 similarity (cosine, Euclidean, L1, L-infinity by default), standardises each over its anchors and combines them
 (``latentstitch.relative._aggregation``); a head trained on the product picks, from data, the components that
 carry over. The frozen representation is invariant to what *every* component is invariant to (the intersection,
-``product_invariances``), and each component separately carries its own invariances.
+``shared_invariances``), and each component separately carries its own invariances.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _check_similarities(similarities: Sequence[str]) -> tuple[str, ...]:
     return names
 
 
-def product_invariances(similarities: Sequence[str] = DEFAULT_SIMILARITIES) -> frozenset[str]:
+def shared_invariances(similarities: Sequence[str] = DEFAULT_SIMILARITIES) -> frozenset[str]:
     """The transformations the standardised product is invariant to: those every component is invariant to, where
     a component whose output only rescales under an isotropic rescaling (dot, euclidean, l1, linf) counts as
     isotropic-scale invariant once standardised."""
@@ -115,7 +115,7 @@ def product_of_invariances(
 
     Returns
     -------
-    (n, S m) or (n, m), of ``x``'s type. Invariant to ``product_invariances(similarities)``.
+    (n, S m) or (n, m), of ``x``'s type. Invariant to ``shared_invariances(similarities)``.
     """
     names = _check_similarities(similarities)
     xt = as_float_tensor(x, "x", ndim=2, finite=False)

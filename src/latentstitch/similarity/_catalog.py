@@ -19,12 +19,19 @@ from latentstitch.similarity._deconfounded import deconfounded_cka
 from latentstitch.similarity._distance_correlation import distance_correlation
 from latentstitch.similarity._gulp import gulp
 from latentstitch.similarity._matching import aligned_cosine, correlation_match, permutation_metric
-from latentstitch.similarity._neighborhoods import cknna, cycle_knn, knn_jaccard, rank_similarity, second_order_cosine
-from latentstitch.similarity._neighbors import jaccard_at_k, matched_cosine, mrr, mutual_knn
+from latentstitch.similarity._neighborhood_measures import (
+    cknna,
+    cycle_knn,
+    knn_jaccard,
+    mutual_knn,
+    rank_similarity,
+    second_order_cosine,
+)
 from latentstitch.similarity._pnka import pnka
 from latentstitch.similarity._procrustes import procrustes_distance, shape_metric_angular
 from latentstitch.similarity._registry import register_measure
 from latentstitch.similarity._regression import r2_linear
+from latentstitch.similarity._retrieval import jaccard_at_k, matched_cosine, mrr
 from latentstitch.similarity._rsa import rsa
 from latentstitch.similarity._subspace import eigenspace_overlap, ensd
 

@@ -27,18 +27,18 @@ def default_rtol(width: int, dtype: torch.dtype) -> float:
     return width * max(torch.finfo(torch.float64).eps, torch.finfo(dtype).eps ** 2)
 
 
-def check_rtol(rtol: object) -> float | None:
+def check_rtol(rtol: object, name: str = "rtol") -> float | None:
     """None (the default threshold) or a relative eigenvalue threshold in [0, 1)."""
-    return None if rtol is None else check_number(rtol, "rtol", low=0.0, high=1.0, high_open=True)
+    return None if rtol is None else check_number(rtol, name, low=0.0, high=1.0, high_open=True)
 
 
-def check_keep(keep: object) -> float | int:
+def check_keep(keep: object, name: str = "keep") -> float | int:
     """SVCCA's ``keep``: a fraction of variance in (0, 1] (float) or a number of directions >= 1 (int)."""
     if isinstance(keep, (bool, np.bool_)) or not isinstance(keep, (int, float, np.integer, np.floating)):
-        raise TypeError(f"keep: expected a float fraction in (0, 1] or an int count, got {keep!r}")
+        raise TypeError(f"{name}: expected a float fraction in (0, 1] or an int count, got {keep!r}")
     if isinstance(keep, (int, np.integer)):
-        return check_int(keep, "keep", minimum=1)
-    return check_number(keep, "keep", low=0.0, high=1.0, low_open=True)
+        return check_int(keep, name, minimum=1)
+    return check_number(keep, name, low=0.0, high=1.0, low_open=True)
 
 
 def whitener(scatter: torch.Tensor, name: str, measure: str, rtol: float | None, dtype: torch.dtype) -> torch.Tensor:
@@ -122,8 +122,8 @@ def _principal_directions(scatter: torch.Tensor, keep: float | int, name: str) -
     total = eigenvalues.sum()
     if not total > 0:
         raise ZeroVarianceError(name, "SVCCA")
-    if isinstance(keep, int):
-        count = min(keep, scatter.shape[0])
+    if isinstance(keep, (int, np.integer)):
+        count = min(int(keep), scatter.shape[0])
     else:
         # The fewest leading directions whose variance reaches the fraction `keep` of the total.
         fraction = torch.cumsum(eigenvalues, 0) / total

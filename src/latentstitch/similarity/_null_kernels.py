@@ -27,27 +27,28 @@ from typing import Any
 
 import torch
 
+from latentstitch._core.knn import shared_neighbours, top_k
 from latentstitch._core.moments import CrossMoments
 from latentstitch._core.numerics import matmul, unit_rows
 from latentstitch.similarity._cca import _principal_directions, whitener
-from latentstitch.similarity._cka import _debias, center_gram, gram_rbf
+from latentstitch.similarity._cka import center_gram, gram_rbf
+from latentstitch.similarity._cka_statistics import debiased_hsic
 from latentstitch.similarity._distance_correlation import double_centred_distances
 from latentstitch.similarity._gulp import gulp_terms, ridge_inverse
+from latentstitch.similarity._knn import clamp_outliers, neighbour_lists
 from latentstitch.similarity._matching import correlation_match_terms, neuron_scales, permutation_terms
-from latentstitch.similarity._neighborhoods import (
+from latentstitch.similarity._neighborhood_measures import (
     cknna_self_terms,
     cycle_knn_from_lists,
     knn_jaccard_from_lists,
     masked_unbiased_hsic,
-    neighbour_lists,
 )
-from latentstitch.similarity._neighbors import _overlap, clamp_outliers, top_k
 from latentstitch.similarity._registry import MeasureSpec
 from latentstitch.similarity._rsa import average_ranks, dissimilarity_matrix
 from latentstitch.similarity._subspace import ensd_terms
 
 NullKernel = Callable[[torch.Tensor], torch.Tensor]
-KERNELS: dict[str, Callable[..., NullKernel | None]] = {}
+NULL_KERNELS: dict[str, Callable[..., NullKernel | None]] = {}
 
 # Elements of one block's gathered rows (B permutations x rows x q): 32 Mi values, 128 MiB in float32.
 _GATHER_ELEMENTS = 1 << 25
@@ -59,7 +60,7 @@ _MIN_BLOCK_ROWS = 2048
 def kernel(*names: str):
     def register(factory):
         for name in names:
-            KERNELS[name] = factory
+            NULL_KERNELS[name] = factory
         return factory
 
     return register
@@ -67,7 +68,7 @@ def kernel(*names: str):
 
 def null_kernel(spec: MeasureSpec, x: torch.Tensor, y: torch.Tensor, options: dict[str, Any]) -> NullKernel | None:
     """The batched null of ``spec`` for validated tensors x, y (same dtype and device), or None."""
-    factory = KERNELS.get(spec.name)
+    factory = NULL_KERNELS.get(spec.name)
     if factory is None:
         return None
     with torch.no_grad(), warnings.catch_warnings():
@@ -133,13 +134,13 @@ def _cka(x, y, kernel="linear", debiased=False, bandwidth=1.0, method="auto"):
     norms_x = (batch.x.to(torch.float64) ** 2).sum(dim=1)  # squared norms of the centred rows
     norms_y = (batch.y.to(torch.float64) ** 2).sum(dim=1)
     total_x, total_y = torch.trace(cxx), torch.trace(cyy)
-    xx = _debias(xx, norms_x @ norms_x, total_x, total_x, n)
-    yy = _debias(yy, norms_y @ norms_y, total_y, total_y, n)
+    xx = debiased_hsic(xx, norms_x @ norms_x, total_x, total_x, n)
+    yy = debiased_hsic(yy, norms_y @ norms_y, total_y, total_y, n)
     denominator = torch.sqrt(xx) * torch.sqrt(yy)
 
     def null(perms: torch.Tensor) -> torch.Tensor:
         frobenius = (batch.cross(perms) ** 2).sum(dim=(1, 2))
-        return _debias(frobenius, norms_y[perms] @ norms_x, total_x, total_y, n) / denominator
+        return debiased_hsic(frobenius, norms_y[perms] @ norms_x, total_x, total_y, n) / denominator
 
     return null
 
@@ -301,7 +302,11 @@ def _mutual_knn(x, y, k=10, clamp_quantile=None):
         x, y = clamp_outliers(x, clamp_quantile), clamp_outliers(y, clamp_quantile)
     ux, uy = unit_rows(x, "x"), unit_rows(y, "y")
     nx, ny = top_k(ux, ux, k, exclude_self=True), top_k(uy, uy, k, exclude_self=True)
-    return lambda perms: torch.stack([_overlap(nx, _inverse(p)[ny[p]]).to(torch.float64).mean() / k for p in perms])
+
+    def null(perms: torch.Tensor) -> torch.Tensor:
+        return torch.stack([shared_neighbours(nx, _inverse(p)[ny[p]]).to(torch.float64).mean() / k for p in perms])
+
+    return null
 
 
 def _lists_kernel(score: Callable[[Any, Any], torch.Tensor]):
@@ -312,8 +317,8 @@ def _lists_kernel(score: Callable[[Any, Any], torch.Tensor]):
     return factory
 
 
-KERNELS["cycle_knn"] = _lists_kernel(cycle_knn_from_lists)
-KERNELS["knn_jaccard"] = _lists_kernel(knn_jaccard_from_lists)
+NULL_KERNELS["cycle_knn"] = _lists_kernel(cycle_knn_from_lists)
+NULL_KERNELS["knn_jaccard"] = _lists_kernel(knn_jaccard_from_lists)
 
 
 @kernel("cknna")

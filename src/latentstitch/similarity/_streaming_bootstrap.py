@@ -13,18 +13,36 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from latentstitch._core.arrays import ArrayLike
-from latentstitch._core.params import check_choice, check_positive_int, check_probability, check_seed
-from latentstitch.distributed._arrays import dask_pair, is_dask_array, reduce_blocks
-from latentstitch.similarity._inference import BootstrapCI, confidence_interval
+from latentstitch._core.params import (
+    Rule,
+    check_choice,
+    check_declared,
+    check_positive_int,
+    check_probability,
+    check_seed,
+    rule,
+)
+from latentstitch.distributed import dask_pair, is_dask_array, reduce_blocks
+from latentstitch.similarity._bootstrap import BootstrapCI, confidence_interval
 from latentstitch.similarity._registry import MEASURES, prepare_pair
 from latentstitch.similarity._resampling import row_weights
 from latentstitch.similarity._sample_size import is_trivial
+
+
+def check_stream(stream: object, name: str = "stream") -> object:
+    """A streaming measure: an object with ``update``, ``compute`` and ``reset`` (``StreamingCKA()``...)."""
+    if not all(callable(getattr(stream, method, None)) for method in ("update", "compute", "reset")):
+        raise TypeError(
+            f"{name}: expected a streaming measure such as StreamingCKA() (with update, compute and reset), got "
+            f"{stream!r}"
+        )
+    return stream
 
 
 class StreamingBootstrap:
@@ -47,6 +65,15 @@ class StreamingBootstrap:
     ``compute()`` returns a ``BootstrapCI`` (``value`` from the un-resampled stream).
     """
 
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "stream": rule(check_stream),
+        "replicates": rule(check_positive_int, minimum=2),
+        "seed": rule(check_seed),
+        "level": rule(check_probability, low_open=True, high_open=True),
+        "interval": rule(check_choice, choices=("percentile", "basic")),
+        "scheme": rule(check_choice, choices=("auto", "poisson", "half")),
+    }
+
     def __init__(
         self,
         stream: Any,
@@ -57,17 +84,9 @@ class StreamingBootstrap:
         interval: str = "percentile",
         scheme: str = "auto",
     ):
-        if not all(callable(getattr(stream, method, None)) for method in ("update", "compute", "reset")):
-            raise TypeError(
-                f"stream: expected a streaming measure such as StreamingCKA() (with update, compute and reset), got "
-                f"{stream!r}"
-            )
-        self.stream = stream
-        self.replicates = check_positive_int(replicates, "replicates", minimum=2)
-        self.seed = check_seed(seed)
-        self.level = check_probability(level, "level", low_open=True, high_open=True)
-        self.interval = check_choice(interval, "interval", ("percentile", "basic"))
-        check_choice(scheme, "scheme", ("auto", "poisson", "half"))
+        self.stream, self.replicates, self.seed = stream, replicates, seed
+        self.level, self.interval, self.scheme = level, interval, scheme
+        check_declared(self)
         leaves_out_self_pairs = getattr(stream, "debiased", False) or type(stream).__name__ == "StreamingMinibatchCKA"
         if scheme == "auto":
             scheme = "half" if leaves_out_self_pairs else "poisson"

@@ -1,4 +1,5 @@
-"""Honest p-values for "the best layer match": a permutation test over every pair of layers (or models) at once.
+"""Honest p-values for "the best layer match": ``pairwise_test``, a permutation test over every pair of layers (or
+models) at once.
 
 Searching a grid of layer pairs for the most similar one and testing that pair alone overstates significance: with
 enough pairs one of them always looks special. The correction here (Westfall & Young's single-step max-T) applies
@@ -15,7 +16,7 @@ default each pair's statistic is standardised by its own null mean and spread be
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +24,11 @@ import numpy as np
 
 from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.params import check_choice, check_positive_int
-from latentstitch.similarity._inference import add_one_p_value, more_alike_sign, null_distribution, quiet
+from latentstitch.similarity._inference import Result, add_one_p_value, more_alike_sign, quiet
 from latentstitch.similarity._null_kernels import batch_size_for
-from latentstitch.similarity._registry import MeasureSpec, prepare_pair
+from latentstitch.similarity._pairwise import labelled
+from latentstitch.similarity._permutation_test import null_distribution
+from latentstitch.similarity._registry import get_measure, prepare_pair
 from latentstitch.similarity._resampling import Permutations
 from latentstitch.similarity._sample_size import is_trivial
 
@@ -34,8 +37,8 @@ STATISTICS = ("standardized", "raw")
 
 
 @dataclass(frozen=True)
-class PairwiseTest:
-    """What ``pairwise(..., against=..., permutations=...)`` returns.
+class PairwiseTest(Result):
+    """What ``pairwise_test`` returns.
 
     ``values[i, j]``: the measure between representation i and representation j of ``against``. ``p_values``: with
     ``correction="max"``, family-wise corrected p-values (max-T over all pairs); with ``"mean"``, the per-pair
@@ -97,24 +100,53 @@ def standardized(values: np.ndarray, null: np.ndarray, sign: float) -> tuple[np.
 
 
 def pairwise_test(
-    spec: MeasureSpec,
-    reps: Sequence[ArrayLike],
-    against: Sequence[ArrayLike],
-    options: dict[str, Any],
+    representations: Sequence[ArrayLike] | Mapping[str, ArrayLike],
+    against: Sequence[ArrayLike] | Mapping[str, ArrayLike],
+    measure: str = "linear_cka",
     *,
-    permutations: int,
-    seed: int,
-    correction: str,
-    statistic: str,
-    groups: Any,
-    group_mode: str,
-    batch_size: int | None,
-    client: Any,
-    workers: int | None,
-    progress: Any,
-    labels: list[str],
-    labels_against: list[str],
+    permutations: int = 1000,
+    seed: int = 0,
+    correction: str = "max",
+    statistic: str = "standardized",
+    groups: ArrayLike | None = None,
+    group_mode: str = "within",
+    batch_size: int | None = None,
+    client: Any = None,
+    workers: int | None = None,
+    progress: bool = True,
+    **options: Any,
 ) -> PairwiseTest:
+    """A permutation test of every pair ``measure(representations[i], against[j])``, corrected for the search over
+    pairs: is the best layer match (or are the two sets at all) more alike than with no pairing of samples?
+
+    Every permutation reorders the samples of *all* of ``against`` at once (the layers of one model keep their
+    relation to each other; only the pairing with ``representations`` is broken) and every pair is recomputed.
+
+    Parameters
+    ----------
+    representations, against : sequences of (n, ...) arrays/tensors of the same n samples, or mappings from labels
+        to them (e.g. the layers of two models; the labels name the pairs in the result and its heatmap).
+    measure : a registered measure name.
+    permutations : number of random permutations (the smallest possible p-value is ``1 / (permutations + 1)``).
+    correction : ``"max"`` (default): family-wise corrected p-values (max-T: a pair's p-value is the share of
+        permutations whose best pair does as well), so "the best layer match" gets an honest p-value; ``"mean"``:
+        one test of the mean over pairs (are the two sets related at all?).
+    statistic : ``"standardized"`` (default): each pair's value relative to its own null (z-score) before the max
+        or mean, so that wide layers, whose null values are higher, do not dominate; ``"raw"``: the values.
+    seed, groups, group_mode, batch_size : the permutations, as in ``permutation_test``.
+    client, workers : run each pair's null as a task on a ``dask.distributed`` cluster (``client``: a ``Client``
+        or a scheduler address; ``workers``: the processes of a ``LocalCluster`` started and closed here); the
+        permutations are re-drawn from the seed on the worker. Needs ``pip install 'latentstitch[dask]'``.
+    progress : show a progress bar of the finished pairs when running on a cluster.
+    **options : keyword arguments for the measure.
+
+    Returns
+    -------
+    PairwiseTest (``values``, ``p_values``, ``global_p_value``, ``best``...; ``heatmap(test, path)`` draws it).
+    """
+    spec = get_measure(measure)
+    labels, reps = labelled(representations, "representations")
+    labels_against, against = labelled(against, "against")
     permutations = check_positive_int(permutations, "permutations")
     check_choice(correction, "correction", CORRECTIONS)
     check_choice(statistic, "statistic", STATISTICS)
@@ -141,37 +173,26 @@ def pairwise_test(
     best = np.unravel_index(int(np.argmax(observed)), observed.shape)
     tolerance = 1e-9 * np.maximum(1.0, np.abs(np.where(np.isfinite(observed), observed, 0.0)))
     if correction == "max":
-        maxima = flat.max(axis=0)
-        corrected = (1 + (maxima[None, None, :] >= (observed - tolerance)[..., None]).sum(axis=-1)) / (1 + permutations)
-        return PairwiseTest(
-            measure=spec.name,
-            values=values,
-            p_values=corrected,
-            p_values_uncorrected=uncorrected,
-            global_p_value=float(corrected[best]),
-            best=(int(best[0]), int(best[1])),
-            null_mean=null.mean(axis=-1),
-            null_std=null.std(axis=-1, ddof=1),
-            null_statistic=maxima,
-            labels=labels,
-            labels_against=labels_against,
-            correction=correction,
-            statistic=statistic,
-            trivial=trivial,
+        null_statistic = flat.max(axis=0)
+        p_values = (1 + (null_statistic[None, None, :] >= (observed - tolerance)[..., None]).sum(axis=-1)) / (
+            1 + permutations
         )
-    means = flat.mean(axis=0)
-    observed_mean = float(np.mean(observed))
-    global_p = (1 + np.count_nonzero(means >= observed_mean - 1e-9 * max(1.0, abs(observed_mean)))) / (1 + permutations)
+        global_p = float(p_values[best])
+    else:
+        null_statistic = flat.mean(axis=0)
+        observed_mean = float(np.mean(observed))
+        extreme = np.count_nonzero(null_statistic >= observed_mean - 1e-9 * max(1.0, abs(observed_mean)))
+        p_values, global_p = uncorrected, (1 + extreme) / (1 + permutations)
     return PairwiseTest(
         measure=spec.name,
         values=values,
-        p_values=uncorrected,
+        p_values=p_values,
         p_values_uncorrected=uncorrected,
         global_p_value=float(global_p),
         best=(int(best[0]), int(best[1])),
         null_mean=null.mean(axis=-1),
         null_std=null.std(axis=-1, ddof=1),
-        null_statistic=means,
+        null_statistic=null_statistic,
         labels=labels,
         labels_against=labels_against,
         correction=correction,

@@ -1,69 +1,62 @@
 """Measures built on each sample's k nearest neighbours within each representation (cosine similarity, the sample
-itself excluded): CKNNA and cycle-kNN (Huh et al. 2024, platonic-rep), and the neighbourhood Jaccard, rank
-similarity and second-order cosine similarity of the ReSi benchmark (Klabunde et al. 2025, mklabunde/resi).
+itself excluded): mutual k-NN, CKNNA and cycle-kNN (Huh et al. 2024, platonic-rep), and the neighbourhood Jaccard,
+rank similarity and second-order cosine similarity of the ReSi benchmark (Klabunde et al. 2025, mklabunde/resi).
 
-Everything here works on neighbour lists: ``(n, k)`` indices (most similar first) and their cosine similarities, so
-memory is O(n k) beyond the chunked neighbour search of ``_neighbors.top_k``; no n x n matrix is formed. A
-permutation of y's rows only relabels y's lists (``permuted_lists``), which is what makes their permutation nulls
-cheap (``latentstitch.similarity.permutation_test``).
+They work on neighbour lists (``_knn``): memory O(n k) beyond the chunked neighbour search, no n x n matrix. None is
+differentiable (they count top-k memberships). A permutation of y's rows only relabels y's lists, which is what makes
+their permutation nulls cheap (``latentstitch.similarity.permutation_test``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.knn import shared_neighbours, top_k
 from latentstitch._core.numerics import unit_rows
-from latentstitch._core.params import check_bool, check_positive_int
-from latentstitch.similarity._neighbors import _chunks, top_k
+from latentstitch._core.params import check_bool, check_positive_int, check_probability
+from latentstitch.similarity._knn import (
+    NeighbourLists,
+    clamp_outliers,
+    neighbour_lists,
+    neighbour_matches,
+    prepare_knn,
+    row_dots,
+)
 from latentstitch.similarity._registry import as_result, prepare_pair
 
-
-@dataclass
-class NeighbourLists:
-    """Each row's k nearest neighbours (excluding itself): ``index`` (n, k) most similar first, ``similarity`` (n, k)
-    float64 inner products of the (normalised) rows."""
-
-    index: torch.Tensor
-    similarity: torch.Tensor
-
-    @property
-    def n(self) -> int:
-        return self.index.shape[0]
-
-    def permuted(self, permutation: torch.Tensor, inverse: torch.Tensor) -> NeighbourLists:
-        """The lists of the rows reordered by ``permutation`` (row i of the result is old row ``permutation[i]``)."""
-        return NeighbourLists(inverse[self.index[permutation]], self.similarity[permutation])
+# --- mutual k-NN -----------------------------------------------------------------------------------------------
 
 
-def row_dots(a: torch.Tensor, b: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-    """``out[i, j] = <a[i], b[index[i, j]]>`` in float64, chunked over rows (O(chunk k d) memory)."""
-    out = torch.empty(index.shape, dtype=torch.float64, device=a.device)
-    for start, stop in _chunks(index.shape[0], index.shape[1] * max(a.shape[1], 1)):
-        gathered = b[index[start:stop]]  # (rows, k, d)
-        out[start:stop] = torch.einsum("id,ikd->ik", a[start:stop], gathered).to(torch.float64)
-    return out
+def mutual_knn(x: ArrayLike, y: ArrayLike, k: int = 10, *, clamp_quantile: float | None = None) -> float | torch.Tensor:
+    """Mutual k-nearest-neighbour alignment (Huh et al. 2024): ``(1/n) sum_i |N_x(i) & N_y(i)| / k``.
 
+    N_x(i) is the set of the k rows of x most cosine-similar to row i (i itself excluded), likewise in y.
 
-def neighbour_lists(t: torch.Tensor, k: int, name: str, *, normalize: bool = True) -> NeighbourLists:
-    """k nearest neighbours of every row by cosine similarity (by raw inner product if ``normalize`` is False)."""
-    with torch.no_grad():
-        u = unit_rows(t.detach(), name) if normalize else t.detach()
-        index = top_k(u, u, k, exclude_self=True)
-        return NeighbourLists(index, row_dots(u, u, index))
+    Parameters
+    ----------
+    x, y : (n, p), (n, q) arrays or tensors of the same samples (widths may differ).
+    k : int
+        Neighbours per sample (platonic-rep default 10); needs n > k.
+    clamp_quantile : float, optional
+        platonic-rep clamps activations before measuring (``prepare_features``, q=0.95): every value is clamped to
+        the ``clamp_quantile`` of |values| per row, averaged over rows. Off by default (the metric itself does not
+        clamp); the clamp is per coordinate, so with it the index is no longer rotation invariant.
 
-
-def _matches(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``(n, k, k)`` boolean: ``a[i, s] == b[i, t]``."""
-    return a[:, :, None] == b[:, None, :]
-
-
-def _prepare(x: ArrayLike, y: ArrayLike, k: int, measure: str) -> tuple[torch.Tensor, torch.Tensor, int]:
+    Notes
+    -----
+    Centering: none (cosine neighbourhoods; rows are L2-normalised). Similarity in [0, 1], symmetric. Invariant to
+    orthogonal maps and isotropic scaling of either side; not to translation. Not differentiable. Ties in similarity
+    are broken by ``torch.topk``.
+    """
     k = check_positive_int(k, "k")
-    xt, yt = prepare_pair(x, y, min_rows=k + 1, measure=f"{measure} with k={k}")
-    return xt, yt, k
+    xt, yt = prepare_pair(x, y, min_rows=k + 1, measure=f"mutual k-NN with k={k}")
+    if clamp_quantile is not None:
+        check_probability(clamp_quantile, "clamp_quantile", low_open=True)
+        xt, yt = clamp_outliers(xt, clamp_quantile), clamp_outliers(yt, clamp_quantile)
+    ux, uy = unit_rows(xt.detach(), "x"), unit_rows(yt.detach(), "y")
+    shared = shared_neighbours(top_k(ux, ux, k, exclude_self=True), top_k(uy, uy, k, exclude_self=True))
+    return as_result(shared.to(torch.float64).mean() / k, x, xt)
 
 
 # --- CKNNA ---------------------------------------------------------------------------------------------------------
@@ -77,7 +70,7 @@ def masked_unbiased_hsic(lists_k: NeighbourLists, lists_l: NeighbourLists, n: in
     both directions, ``1^T Kt Lt 1 = sum_j colsum(Kt)_j rowsum(Lt)_j``, and
     ``HSIC_1 = [sum(Kt * Lt^T) + sum(Kt) sum(Lt) / ((n-1)(n-2)) - 2 / (n-2) 1^T Kt Lt 1] / (n (n-3))``.
     """
-    matches = _matches(lists_k.index, lists_l.index)
+    matches = neighbour_matches(lists_k.index, lists_l.index)
     shared = matches.any(dim=2)  # over k's list
     rows = torch.arange(n, device=shared.device)[:, None].expand_as(shared)[shared]
     cols = lists_k.index[shared]
@@ -137,7 +130,7 @@ def cknna(x: ArrayLike, y: ArrayLike, k: int = 10, *, normalize: bool = True) ->
     omitted here.
     """
     normalize = check_bool(normalize, "normalize")
-    xt, yt, k = _prepare(x, y, k, "CKNNA")
+    xt, yt, k = prepare_knn(x, y, k, "CKNNA")
     if xt.shape[0] < 4:
         raise ValueError(f"x, y: CKNNA needs at least 4 samples (rows), got {xt.shape[0]}")
     lists_x = neighbour_lists(xt, k, "x", normalize=normalize)
@@ -163,14 +156,14 @@ def cycle_knn(x: ArrayLike, y: ArrayLike, k: int = 10) -> float | torch.Tensor:
     second in x, as ``cycle_knn(feats_A=x, feats_B=y)``). Invariant to orthogonal maps and isotropic scaling of
     either side; not to translation. Not differentiable.
     """
-    xt, yt, k = _prepare(x, y, k, "cycle k-NN")
+    xt, yt, k = prepare_knn(x, y, k, "cycle k-NN")
     lists_x, lists_y = neighbour_lists(xt, k, "x"), neighbour_lists(yt, k, "y")
     return as_result(cycle_knn_from_lists(lists_x, lists_y), x, xt)
 
 
 def knn_jaccard_from_lists(lists_x: NeighbourLists, lists_y: NeighbourLists) -> torch.Tensor:
     k = lists_x.index.shape[1]
-    shared = _matches(lists_x.index, lists_y.index).any(dim=2).sum(dim=1).to(torch.float64)
+    shared = shared_neighbours(lists_x.index, lists_y.index).to(torch.float64)
     return (shared / (2 * k - shared)).mean()
 
 
@@ -182,7 +175,7 @@ def knn_jaccard(x: ArrayLike, y: ArrayLike, k: int = 10) -> float | torch.Tensor
     [0, 1], symmetric. Invariant to orthogonal maps and isotropic scaling of either side; not to translation. Not
     differentiable.
     """
-    xt, yt, k = _prepare(x, y, k, "k-NN Jaccard")
+    xt, yt, k = prepare_knn(x, y, k, "k-NN Jaccard")
     return as_result(knn_jaccard_from_lists(neighbour_lists(xt, k, "x"), neighbour_lists(yt, k, "y")), x, xt)
 
 
@@ -196,9 +189,9 @@ def rank_similarity(x: ArrayLike, y: ArrayLike, k: int = 10) -> float | torch.Te
     Similarity in [0, 1], symmetric. Invariant to orthogonal maps and isotropic scaling of either side; not to
     translation. Not differentiable.
     """
-    xt, yt, k = _prepare(x, y, k, "rank similarity")
+    xt, yt, k = prepare_knn(x, y, k, "rank similarity")
     lists_x, lists_y = neighbour_lists(xt, k, "x"), neighbour_lists(yt, k, "y")
-    matches = _matches(lists_x.index, lists_y.index)
+    matches = neighbour_matches(lists_x.index, lists_y.index)
     ranks = torch.arange(1, k + 1, dtype=torch.float64, device=matches.device)
     rx, ry = ranks[None, :, None], ranks[None, None, :]
     terms = torch.where(matches, 2.0 / ((1 + (rx - ry).abs()) * (rx + ry)), 0.0).sum(dim=(1, 2))
@@ -218,12 +211,12 @@ def second_order_cosine(x: ArrayLike, y: ArrayLike, k: int = 10) -> float | torc
     Similarity in [-1, 1] (in practice [0, 1]), symmetric. Invariant to orthogonal maps and isotropic scaling of
     either side; not to translation. Not differentiable.
     """
-    xt, yt, k = _prepare(x, y, k, "second-order cosine similarity")
+    xt, yt, k = prepare_knn(x, y, k, "second-order cosine similarity")
     with torch.no_grad():
         ux, uy = unit_rows(xt.detach(), "x"), unit_rows(yt.detach(), "y")
         lists_x, lists_y = neighbour_lists(xt, k, "x"), neighbour_lists(yt, k, "y")
         # distances to x's neighbours, then to y's neighbours that x's list does not already hold
-        extra = ~_matches(lists_y.index, lists_x.index).any(dim=2)
+        extra = ~neighbour_matches(lists_y.index, lists_x.index).any(dim=2)
         dx = torch.cat([1 - lists_x.similarity, 1 - row_dots(ux, ux, lists_y.index)], dim=1)
         dy = torch.cat([1 - row_dots(uy, uy, lists_x.index), 1 - lists_y.similarity], dim=1)
         keep = torch.cat([torch.ones_like(extra), extra], dim=1)

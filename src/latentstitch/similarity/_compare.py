@@ -1,0 +1,77 @@
+"""Several indices at once: ``compare(x, y)`` computes every default (or every named) measure between two
+representations, and says which of them are trivial at this sample size."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.callsite import warn_at_caller
+from latentstitch.similarity._catalog import DEFAULT_MEASURES, SAME_SPACE_MEASURES
+from latentstitch.similarity._registry import as_rows, get_measure
+from latentstitch.similarity._sample_size import SmallSampleWarning, is_trivial, trivial_message
+
+
+@dataclass(frozen=True, eq=False)
+class Comparison(Mapping[str, float]):
+    """``compare``'s result: a read-only mapping ``{name: value}`` (``result["linear_cka"]``, ``list(result)``,
+    ``dict(result)``; equal to a dict with the same items), with what a reader needs to trust it: ``samples`` (n),
+    ``widths`` (p, q) and ``trivial``, the names of the measures that reach "identical" on any data at this sample
+    size (``is_trivial``; their values say nothing). ``to_dict()``: ``{name: value}``, for JSON."""
+
+    scores: dict[str, float]
+    samples: int
+    widths: tuple[int, int]
+    trivial: tuple[str, ...] = ()
+
+    def __getitem__(self, name: str) -> float:
+        return self.scores[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.scores)
+
+    def __len__(self) -> int:
+        return len(self.scores)
+
+    def __repr__(self) -> str:
+        return repr(self.scores)
+
+    def to_dict(self) -> dict[str, float]:
+        return dict(self.scores)
+
+
+def compare(
+    x: ArrayLike, y: ArrayLike, measures: Sequence[str] | Mapping[str, Mapping[str, Any]] | None = None
+) -> Comparison:
+    """Several similarity indices between x and y, as ``{name: value}`` (a ``Comparison``: a mapping of floats
+    whose ``trivial`` attribute names the measures that are trivial at this sample size, with a ``SmallSampleWarning``).
+
+    Parameters
+    ----------
+    x, y : (n, p), (n, q) arrays or tensors of the same samples.
+    measures : names of registered measures (``latentstitch.similarity.MEASURES``), or a mapping from names to
+        keyword arguments (``{"mutual_knn": {"k": 5}, "linear_cka": {}}``). By default ``DEFAULT_MEASURES``
+        (every CKA/CCA/shape/RSA/k-NN index), plus ``jaccard_at_k``, ``mrr`` and ``matched_cosine`` when x and y
+        have the same width. RBF CKA, RSA and mutual k-NN need O(n^2) time (and the first two O(n^2) memory): for
+        many thousands of samples, name the measures you want.
+
+    Each value follows its measure's conventions (``MEASURES[name]``: kind, range, centring, invariances). For the
+    fitted measures (``MEASURES[name].trivial_when_n_le_d``: R^2, the CCA family, GULP...) check
+    ``result.trivial``: with no more samples than features + 1 they read "identical" whatever the data.
+    """
+    xt, yt = as_rows(x, "x"), as_rows(y, "y")
+    n, p, q = xt.shape[0], xt.shape[1], yt.shape[1]
+    if measures is None:
+        measures = DEFAULT_MEASURES + (SAME_SPACE_MEASURES if p == q else ())
+    options = dict(measures) if isinstance(measures, Mapping) else {name: {} for name in measures}
+    specs = {name: get_measure(name) for name in options}
+    trivial = tuple(name for name, spec in specs.items() if is_trivial(spec, n, p, q, dict(options[name])))
+    if trivial:
+        warn_at_caller(trivial_message(list(trivial), n, p, q), SmallSampleWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmallSampleWarning)  # said once above, for all of them
+        scores = {name: float(specs[name](x, y, **dict(kwargs))) for name, kwargs in options.items()}
+    return Comparison(scores, samples=n, widths=(p, q), trivial=trivial)
