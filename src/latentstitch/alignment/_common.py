@@ -8,7 +8,7 @@ import torch
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, to_numpy
 from latentstitch._core.numerics import matmul, unit_rows
 from latentstitch._core.params import check_seed
-from latentstitch.similarity._neighbors import top_k
+from latentstitch.similarity import top_k
 
 __all__ = ["as_pairs", "mean_of_neighbours", "orthogonal_factor", "space", "unit_rows"]
 

@@ -12,10 +12,8 @@ from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.numerics import unit_rows
 from latentstitch._core.params import check_choice, check_nonnegative, check_positive_int
 from latentstitch.alignment._common import as_pairs, space
-from latentstitch.similarity._neighbors import top_k
-from latentstitch.stitching._base import _AffineMap
-from latentstitch.stitching._least_squares import LeastSquares
-from latentstitch.stitching._procrustes import Procrustes
+from latentstitch.similarity import top_k
+from latentstitch.stitching import AffineMap, LeastSquares, Procrustes
 
 TRANSFERS = ("orthogonal", "linear")
 
@@ -140,7 +138,7 @@ def map_similarity(c: np.ndarray) -> float:
 _WEIGHTS = ("descriptor_weight", "laplacian_weight", "commutativity_weight")
 
 
-class FunctionalMap(_AffineMap):
+class FunctionalMap(AffineMap):
     """Latent functional maps (Fumero et al. 2024): align two spaces through their graphs' Laplacian eigenbases.
 
     Each space becomes a k-NN graph (angular distance, weights ``1 / distance``), whose normalised Laplacian gives

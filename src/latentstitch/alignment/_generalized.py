@@ -16,7 +16,7 @@ from latentstitch._core.moments import CrossMoments
 from latentstitch._core.params import check_bool, check_nonnegative, check_positive_int
 from latentstitch._core.persist import Persistable
 from latentstitch.alignment._common import orthogonal_factor
-from latentstitch.distributed._arrays import dask_rows, is_dask_array, reduce_blocks
+from latentstitch.distributed import dask_rows, is_dask_array, reduce_blocks
 
 # Elements of the concatenated rows converted to float64 at a time (as the stitchers' row chunks).
 _CHUNK_ELEMENTS = 1 << 21

@@ -13,10 +13,10 @@ from latentstitch._core.arrays import ArrayLike, wrap_like
 from latentstitch._core.numerics import matmul, rescaled_row_norms, unit_rows
 from latentstitch._core.params import check_bool, check_positive_int
 from latentstitch.alignment._common import mean_of_neighbours, orthogonal_factor, seeded, space
-from latentstitch.stitching._base import _AffineMap
+from latentstitch.stitching import AffineMap
 
 
-class UnpairedAlignment(_AffineMap):
+class UnpairedAlignment(AffineMap):
     """Align two embedding spaces from their point clouds alone: no parallel pair is needed.
 
     The linear, stable recipe of mini-vec2vec (Dar 2025), following the official notebook step by step:

@@ -20,7 +20,7 @@ from latentstitch.similarity._inference import BootstrapCI, PermutationTest, boo
 from latentstitch.similarity._matching import aligned_cosine, correlation_match, permutation_metric
 from latentstitch.similarity._multiple import PairwiseTest
 from latentstitch.similarity._neighborhoods import cknna, cycle_knn, knn_jaccard, rank_similarity, second_order_cosine
-from latentstitch.similarity._neighbors import jaccard_at_k, matched_cosine, mrr, mutual_knn
+from latentstitch.similarity._neighbors import jaccard_at_k, matched_cosine, mrr, mutual_knn, top_k
 from latentstitch.similarity._pairwise import Comparison, compare, heatmap, pairwise
 from latentstitch.similarity._pnka import pnka
 from latentstitch.similarity._procrustes import procrustes_distance, shape_metric_angular
@@ -109,4 +109,5 @@ __all__ = [
     "second_order_cosine",
     "shape_metric_angular",
     "svcca",
+    "top_k",
 ]

@@ -15,9 +15,10 @@ from latentstitch._core.folds import kfold
 from latentstitch._core.moments import CrossMoments
 from latentstitch._core.numerics import matmul
 from latentstitch._core.params import check_bool, check_choice, check_positive_int, check_seed
-from latentstitch.relative._transforms import SPREAD_FLOOR, check_spread_floor, floored_spread
-from latentstitch.stitching._base import _AffineMap, moments_of_rows
+from latentstitch.relative import SPREAD_FLOOR, check_spread_floor, floored_spread
+from latentstitch.stitching._base import AffineMap
 from latentstitch.stitching._least_squares import RIDGE_UNITS, LeastSquares, gram_ridge
+from latentstitch.stitching._paired import moments_of_rows
 
 #: Default ridges, in "relative" units (fractions of the mean eigenvalue of the Gram matrix): 1e-4 to 1e2,
 #: half a decade apart.
@@ -172,7 +173,7 @@ def check_ridges(ridges: Any, name: str = "ridges") -> np.ndarray:
     return values
 
 
-class LeastSquaresCV(_AffineMap):
+class LeastSquaresCV(AffineMap):
     """Ridge least squares whose ridge is chosen by cross-validation on the fit data (``ridge_path``).
 
     ``fit(a, b)`` computes the held-out R^2 of every ridge in ``ridges`` (relative units: fractions of the mean

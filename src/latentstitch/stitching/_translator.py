@@ -8,11 +8,11 @@ from sklearn.base import clone
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows
 from latentstitch._core.params import check_bool
 from latentstitch.relative import StandardScaling
-from latentstitch.stitching._base import _AffineMap
+from latentstitch.stitching._base import AffineMap
 from latentstitch.stitching._procrustes import Procrustes
 
 
-class LatentTranslator(_AffineMap):
+class LatentTranslator(AffineMap):
     """Translate a new model's embeddings (the *source*) into an old model's space (the *target*), so that a head or
     index built on the old model's vectors reads the new model's directly.
 
@@ -53,13 +53,13 @@ class LatentTranslator(_AffineMap):
     rotations). Inputs are 2-D embeddings (N, p) and (N, q).
     """
 
-    def __init__(self, stitcher: _AffineMap | None = None, standardize: bool = True):
+    def __init__(self, stitcher: AffineMap | None = None, standardize: bool = True):
         self.stitcher = stitcher
         self.standardize = standardize
 
     def _check_params(self) -> None:
         check_bool(self.standardize, "standardize")
-        if self.stitcher is not None and not isinstance(self.stitcher, _AffineMap):
+        if self.stitcher is not None and not isinstance(self.stitcher, AffineMap):
             raise TypeError(
                 f"stitcher: expected a stitcher of latentstitch.stitching, got {type(self.stitcher).__name__}"
             )
