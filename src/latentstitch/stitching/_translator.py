@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from sklearn.base import clone
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows
-from latentstitch._core.params import check_bool
+from latentstitch._core.params import Rule, check_bool, optional, rule
 from latentstitch.relative import StandardScaling
 from latentstitch.stitching._base import AffineMap
 from latentstitch.stitching._procrustes import Procrustes
+
+
+def check_stitcher(value: object, name: str) -> AffineMap:
+    """A stitcher of ``latentstitch.stitching`` (any ``AffineMap``)."""
+    if not isinstance(value, AffineMap):
+        raise TypeError(f"{name}: expected a stitcher of latentstitch.stitching, got {type(value).__name__}")
+    return value
 
 
 class LatentTranslator(AffineMap):
@@ -57,12 +66,10 @@ class LatentTranslator(AffineMap):
         self.stitcher = stitcher
         self.standardize = standardize
 
-    def _check_params(self) -> None:
-        check_bool(self.standardize, "standardize")
-        if self.stitcher is not None and not isinstance(self.stitcher, AffineMap):
-            raise TypeError(
-                f"stitcher: expected a stitcher of latentstitch.stitching, got {type(self.stitcher).__name__}"
-            )
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "standardize": rule(check_bool),
+        "stitcher": optional(check_stitcher),  # None: Procrustes()
+    }
 
     def fit(self, source: ArrayLike, target: ArrayLike) -> LatentTranslator:
         """Fit from parallel anchors. Returns ``self``.
