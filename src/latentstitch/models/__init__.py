@@ -13,8 +13,8 @@ from latentstitch.models._classifier import PROJECTIONS, AnchorEmbeddings, Laten
 from latentstitch.models._convnets import TINY10_CHANNELS, BasicBlock, GlobalAveragePool, tiny10, tiny_resnet
 from latentstitch.models._gcn import GCNClassifier, GCNLayer, node_classification_loss, normalized_adjacency
 from latentstitch.models._heads import HEAD_RECIPES, AbsoluteHead, BatchInstanceNorm, RelativeHead, stitching_head
-from latentstitch.models._stitching import Stitched
 from latentstitch.models._training import accuracy, train_classifier
+from latentstitch.models._zero_shot import ZeroShotStitched
 
 __all__ = [
     "HEAD_RECIPES",
@@ -32,7 +32,7 @@ __all__ = [
     "GlobalAveragePool",
     "LatentClassifier",
     "RelativeHead",
-    "Stitched",
+    "ZeroShotStitched",
     "accuracy",
     "cnn_encoder",
     "conv_decoder",
