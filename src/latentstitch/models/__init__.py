@@ -8,7 +8,7 @@ from latentstitch.models._autoencoder import (
     ConvAutoencoder,
     reconstruction_objective,
 )
-from latentstitch.models._blocks import cnn_encoder, conv_decoder, conv_encoder, mlp_encoder
+from latentstitch.models._blocks import cnn_encoder, conv_decoder, conv_encoder, mlp_encoder, scaled_channels
 from latentstitch.models._classifier import PROJECTIONS, AnchorEmbeddings, LatentClassifier
 from latentstitch.models._convnets import TINY10_CHANNELS, BasicBlock, GlobalAveragePool, tiny10, tiny_resnet
 from latentstitch.models._gcn import GCNClassifier, GCNLayer, node_classification_loss, normalized_adjacency
@@ -41,6 +41,7 @@ __all__ = [
     "node_classification_loss",
     "normalized_adjacency",
     "reconstruction_objective",
+    "scaled_channels",
     "stitching_head",
     "tiny10",
     "tiny_resnet",
