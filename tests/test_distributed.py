@@ -20,6 +20,7 @@ import dask  # noqa: E402
 
 from latentstitch import relative_projection  # noqa: E402
 from latentstitch import similarity as sim  # noqa: E402
+from latentstitch._core.errors import ZeroNormError  # noqa: E402
 from latentstitch.distributed import get_client, is_dask_array, map_tasks  # noqa: E402
 from latentstitch.stitching import LeastSquares, Procrustes, ReducedRank, SparseLasso  # noqa: E402
 
@@ -95,6 +96,13 @@ def test_projection_errors_name_rows_of_the_whole_array(threads_scheduler):
         relative_projection(da.from_array(x, chunks=100), x[:5, :3])
     with pytest.raises(ValueError, match="unknown similarity"):
         relative_projection(da.from_array(x, chunks=100), x[:5], "cosinus")
+
+
+def test_a_zero_row_is_named_by_its_row_of_the_whole_array(threads_scheduler):
+    x, _ = drifting_pair(n=500, p=12)
+    x[333] = 0.0  # in the fourth block of 100 rows: row 33 of the block, row 333 of x
+    with pytest.raises(ZeroNormError, match="x: row 333 has zero norm"):
+        relative_projection(da.from_array(x, chunks=100), x[:5]).compute()
 
 
 def test_an_error_in_a_block_says_which_rows(threads_scheduler):

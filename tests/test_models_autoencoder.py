@@ -8,7 +8,7 @@ from torch import nn
 
 from latentstitch.data import load_mnist_5k
 from latentstitch.losses import calibrated_reconstruction_loss, gaussian_kl
-from latentstitch.models import ConvAutoencoder, Stitched, reconstruction_objective
+from latentstitch.models import ConvAutoencoder, ZeroShotStitched, reconstruction_objective
 from latentstitch.training import RandomBatchSampler, TensorBatches, fit
 
 
@@ -128,13 +128,13 @@ def test_zero_shot_stitching_of_two_relative_autoencoders():
     a = ConvAutoencoder(width=0.25, anchor_inputs=anchors).eval()
     torch.manual_seed(1)
     b = ConvAutoencoder(width=0.25, anchor_inputs=anchors).eval()
-    stitched = Stitched(a, b)
+    stitched = ZeroShotStitched(a, b)
     with torch.no_grad():
         out = stitched(x)
         assert out.shape == x.shape
         assert torch.equal(out, b.decode(a.encode(x)))
     with pytest.raises(ValueError, match="relative width 5 vs absolute width 256"):
-        Stitched(a, ConvAutoencoder(width=0.25))
+        ZeroShotStitched(a, ConvAutoencoder(width=0.25))
 
 
 def test_bad_anchor_images_are_named():

@@ -8,7 +8,7 @@ from torch import nn
 from latentstitch import select_anchors
 from latentstitch.data import load_fashion_mnist, load_mnist_5k
 from latentstitch.losses import TopologicalDensificationLoss, death_times
-from latentstitch.models import LatentClassifier, Stitched, accuracy, cnn_encoder, mlp_encoder, train_classifier
+from latentstitch.models import LatentClassifier, ZeroShotStitched, accuracy, cnn_encoder, mlp_encoder, train_classifier
 from latentstitch.training import (
     ClassAccumulationSampler,
     ClassBalancedBatchSampler,
@@ -76,10 +76,10 @@ def test_stitching_pairs_encoder_and_anchors_of_one_model_with_the_head_of_anoth
     x = torch.randn(10, 5)
     a.eval(), b.eval()
     with torch.no_grad():
-        assert torch.equal(Stitched(a, b)(x), b.head(a.latents(x)))
+        assert torch.equal(ZeroShotStitched(a, b)(x), b.head(a.latents(x)))
     absolute = LatentClassifier(mlp_encoder(5, 8, 4), 4, 3)
     with pytest.raises(ValueError, match="relative width 6 vs absolute width 4"):
-        Stitched(a, absolute)
+        ZeroShotStitched(a, absolute)
 
 
 def test_cnn_and_robust_variants_build_and_run():

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from latentstitch.data import stochastic_block_model
-from latentstitch.models import GCNClassifier, Stitched, node_classification_loss, normalized_adjacency
+from latentstitch.models import GCNClassifier, ZeroShotStitched, node_classification_loss, normalized_adjacency
 from latentstitch.training import fit
 
 
@@ -69,7 +69,7 @@ def test_relative_gcns_stitch_through_anchor_nodes():
     a = GCNClassifier(x.shape[1], 2, hidden=8, anchor_nodes=anchors).eval()
     b = GCNClassifier(x.shape[1], 2, hidden=8, anchor_nodes=anchors).eval()
     with torch.no_grad():
-        out = Stitched(a, b)(x, edge_index)  # an edge_index is normalised on the fly
+        out = ZeroShotStitched(a, b)(x, edge_index)  # an edge_index is normalised on the fly
         assert out.shape == (20, 2)
         torch.testing.assert_close(out, b.decode(a.encode(x, normalized_adjacency(edge_index, 20))))
     assert a.encode(x, edge_index).shape == (20, 5)

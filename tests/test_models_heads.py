@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from latentstitch.invariance import ORTHOGONAL, random_transform
-from latentstitch.models import AbsoluteHead, BatchInstanceNorm, RelativeHead, Stitched, stitching_head
+from latentstitch.models import AbsoluteHead, BatchInstanceNorm, RelativeHead, ZeroShotStitched, stitching_head
 from latentstitch.training import RandomBatchSampler, TensorBatches, classification_loss, fit
 
 
@@ -84,7 +84,7 @@ def test_a_relative_head_reads_a_rotated_encoder_zero_shot_and_an_absolute_one_c
     assert (absolute(x).argmax(1) == y).float().mean() > 0.95 and absolute_stitched < 0.8
     encoder_b = RelativeHead(anchors_b, 3, recipe=recipe)  # "encoder B": only its anchors matter for encode
     with torch.no_grad():
-        torch.testing.assert_close(Stitched(encoder_b, relative)(x_b), relative(x))
+        torch.testing.assert_close(ZeroShotStitched(encoder_b, relative)(x_b), relative(x))
 
 
 def test_centred_relative_head_ignores_a_translation_of_the_space():

@@ -1377,9 +1377,9 @@ def extra_module_cases() -> list[Case]:
     cases.append(
         Case(
             "module",
-            "Stitched",
+            "ZeroShotStitched",
             "not a model",
-            functools.partial(models.Stitched, object(), object()),
+            functools.partial(models.ZeroShotStitched, object(), object()),
             names=("encoder_side",),
             valid=False,
         )

@@ -48,7 +48,7 @@ def test_every_public_torch_module_is_covered(package):
     # no arithmetic of its own (its connectors, RelativeConnector and the stitchers, are covered), and its own
     # arguments (models, layer names, connectors) are refused in tests/stitching/test_multilayer.py.
     composites = {
-        "Stitched",
+        "ZeroShotStitched",
         "StitchedModel",
         "MultiStitchedModel",
         "BasicBlock",

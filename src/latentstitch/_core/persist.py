@@ -56,9 +56,10 @@ class Persistable:
 
     _persist_registered: ClassVar[bool] = True
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
+        """Register the class for ``load`` by name, unless it is private or an ``abstract=True`` base class."""
         super().__init_subclass__(**kwargs)
-        if not cls.__name__.startswith("_"):
+        if not cls.__name__.startswith("_") and not abstract:
             register(cls)
 
     def save(self, path: str | os.PathLike) -> None:

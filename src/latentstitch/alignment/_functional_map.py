@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import torch
 from scipy import sparse
@@ -11,11 +13,9 @@ from scipy.sparse.linalg import LinearOperator, cg, eigsh
 from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.knn import top_k
 from latentstitch._core.numerics import unit_rows
-from latentstitch._core.params import check_choice, check_nonnegative, check_positive_int
+from latentstitch._core.params import Rule, check_choice, check_nonnegative, check_positive_int, rule
 from latentstitch.alignment._common import as_pairs, space
-from latentstitch.stitching._base import _AffineMap
-from latentstitch.stitching._least_squares import LeastSquares
-from latentstitch.stitching._procrustes import Procrustes
+from latentstitch.stitching import AffineMap, LeastSquares, Procrustes
 
 TRANSFERS = ("orthogonal", "linear")
 
@@ -140,7 +140,7 @@ def map_similarity(c: np.ndarray) -> float:
 _WEIGHTS = ("descriptor_weight", "laplacian_weight", "commutativity_weight")
 
 
-class FunctionalMap(_AffineMap):
+class FunctionalMap(AffineMap):
     """Latent functional maps (Fumero et al. 2024): align two spaces through their graphs' Laplacian eigenbases.
 
     Each space becomes a k-NN graph (angular distance, weights ``1 / distance``), whose normalised Laplacian gives
@@ -264,13 +264,13 @@ class FunctionalMap(_AffineMap):
         self.eigenvalues_ = np.stack([values_s, values_t])
         return self
 
-    def _check_params(self) -> None:
-        check_positive_int(self.n_neighbors, "n_neighbors")
-        check_positive_int(self.n_eigenvectors, "n_eigenvectors", minimum=2)
-        check_positive_int(self.refine, "refine", minimum=0)
-        for name in _WEIGHTS:
-            check_nonnegative(getattr(self, name), name)
-        check_choice(self.transfer, "transfer", TRANSFERS)
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "n_neighbors": rule(check_positive_int),
+        "n_eigenvectors": rule(check_positive_int, minimum=2),
+        "refine": rule(check_positive_int, minimum=0),
+        **{name: rule(check_nonnegative) for name in _WEIGHTS},
+        "transfer": rule(check_choice, choices=TRANSFERS),
+    }
 
     def _check_loaded(self) -> None:
         super()._check_loaded()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -13,10 +13,10 @@ from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, match_reference, wrap_like
 from latentstitch._core.moments import CrossMoments
-from latentstitch._core.params import check_bool, check_nonnegative, check_positive_int
+from latentstitch._core.params import Rule, check_bool, check_nonnegative, check_positive_int, rule
 from latentstitch._core.persist import Persistable
 from latentstitch.alignment._common import orthogonal_factor
-from latentstitch.distributed._arrays import dask_rows, is_dask_array, reduce_blocks
+from latentstitch.distributed import dask_rows, is_dask_array, reduce_blocks
 
 # Elements of the concatenated rows converted to float64 at a time (as the stitchers' row chunks).
 _CHUNK_ELEMENTS = 1 << 21
@@ -257,11 +257,12 @@ class GeneralizedProcrustes(Persistable, BaseEstimator):
             raise ValueError(f"{name}: has {xt.shape[1]} features but space {index} has {self.n_features_[index]}")
         return xt
 
-    def _check_params(self) -> None:
-        check_bool(self.center, "center")
-        check_bool(self.scale, "scale")
-        check_positive_int(self.max_iter, "max_iter")
-        check_nonnegative(self.tol, "tol")
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "center": rule(check_bool),
+        "scale": rule(check_bool),
+        "max_iter": rule(check_positive_int),
+        "tol": rule(check_nonnegative),
+    }
 
     def _check_loaded(self) -> None:
         m, width = len(self.n_features_), max(self.n_features_)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import ClassVar
 
 import torch
 from sklearn.base import BaseEstimator
@@ -11,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, match_reference, wrap_like
 from latentstitch._core.moments import RankDeficiencyWarning
 from latentstitch._core.numerics import power_of_two_scale, safe_row_norms, unit_rows
-from latentstitch._core.params import check_bool, check_choice, check_nonnegative
+from latentstitch._core.params import Rule, check_bool, check_choice, check_nonnegative, rule
 from latentstitch._core.persist import Persistable
 from latentstitch.alignment._common import gram_agreement, space
 from latentstitch.relative import relative_projection
@@ -154,10 +155,11 @@ class InverseRelativeProjection(Persistable, BaseEstimator):
         mean = match_reference(as_float_tensor(self.target_mean_, "target_mean_"), relative, "target_mean_", "x")
         return direction + mean
 
-    def _check_params(self) -> None:
-        check_bool(self.center, "center")
-        check_choice(self.rescale, "rescale", RESCALES)
-        check_nonnegative(self.ridge, "ridge")
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "center": rule(check_bool),
+        "rescale": rule(check_choice, choices=RESCALES),
+        "ridge": rule(check_nonnegative),
+    }
 
     def _check_loaded(self) -> None:
         m, d_t = tuple(self.decoder_.shape)

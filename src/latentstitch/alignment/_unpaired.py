@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -11,12 +12,12 @@ from sklearn.cluster import KMeans
 
 from latentstitch._core.arrays import ArrayLike, wrap_like
 from latentstitch._core.numerics import matmul, rescaled_row_norms, unit_rows
-from latentstitch._core.params import check_bool, check_positive_int
+from latentstitch._core.params import Rule, check_bool, check_positive_int, check_seed, rule
 from latentstitch.alignment._common import mean_of_neighbours, orthogonal_factor, seeded, space
-from latentstitch.stitching._base import _AffineMap
+from latentstitch.stitching import AffineMap
 
 
-class UnpairedAlignment(_AffineMap):
+class UnpairedAlignment(AffineMap):
     """Align two embedding spaces from their point clouds alone: no parallel pair is needed.
 
     The linear, stable recipe of mini-vec2vec (Dar 2025), following the official notebook step by step:
@@ -148,14 +149,19 @@ class UnpairedAlignment(_AffineMap):
         self.stability_ = stability
         return self
 
-    def _check_params(self) -> None:
-        for name in ("n_clusters", "n_matchings", "n_restarts", "subsample", "n_neighbors", "refine_sample"):
-            check_positive_int(getattr(self, name), name, minimum=2 if name == "n_clusters" else 1)
-        check_positive_int(self.refine_iter, "refine_iter", minimum=0)
-        check_positive_int(self.refine_clusters, "refine_clusters", minimum=0)
-        check_positive_int(self.n_null, "n_null")
-        check_bool(self.check, "check")
-        seeded(self.random_state)
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "n_clusters": rule(check_positive_int, minimum=2),
+        "n_matchings": rule(check_positive_int),
+        "n_restarts": rule(check_positive_int),
+        "subsample": rule(check_positive_int),
+        "n_neighbors": rule(check_positive_int),
+        "refine_sample": rule(check_positive_int),
+        "refine_iter": rule(check_positive_int, minimum=0),
+        "refine_clusters": rule(check_positive_int, minimum=0),
+        "n_null": rule(check_positive_int),
+        "check": rule(check_bool),
+        "random_state": rule(check_seed),
+    }
 
     def _check_loaded(self) -> None:
         super()._check_loaded()

@@ -1,6 +1,6 @@
-"""Dask arrays in, the same results out: blockwise projection and tree reductions of sufficient statistics.
+"""Dask arrays in, the same results out: row-wise maps block by block and tree reductions of sufficient statistics.
 
-A dask array is processed in blocks of rows. Projections map every block independently (``map_blocks``); fits and
+A dask array is processed in blocks of rows. Row-wise maps (``map_rows``) map every block independently; fits and
 similarity measures turn every block into an accumulator of sufficient statistics (``CrossMoments`` and the
 objects built on it: p x p, p x q, q x q float64, whatever the number of rows) and merge the accumulators in a tree
 (``merge``), so the final solve or measure runs on exactly the statistics the in-memory path accumulates.
@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._core.arrays import as_float_tensor, check_same_rows, check_same_width, to_numpy
+from latentstitch._core.arrays import check_same_rows, to_numpy
 from latentstitch._core.device import check_finite
+from latentstitch._core.errors import RowError
 from latentstitch._core.extras import require
 
 # Accumulators merged by one task of the tree: each holds a few d x d float64 matrices, so a merge task needs
@@ -149,42 +150,6 @@ def _update_copy(empty: Any, *blocks: Any) -> Any:
     return copy.deepcopy(empty).update(*blocks)
 
 
-def project_blocks(x: Any, anchors: Any, similarity: str, **options: Any) -> Any:
-    """``relative_projection`` of a dask array, block by block: a lazy dask array with ``x``'s row chunks and one
-    chunk of columns. The anchors are one task of the graph (sent once to each worker), not copied per block."""
-    from latentstitch.relative._similarities import get_similarity
-
-    dask = require("dask", "dask")
-    get_similarity(similarity)  # an unknown name fails here, not when the array is computed
-    x = dask_rows(x, "x", ndim=(2,))
-    if is_dask_array(anchors):
-        anchors = anchors.compute()
-    anchors_t = as_float_tensor(anchors, "anchors", ndim=2, min_rows=1)
-    check_same_width(x, anchors_t, "x", "anchors")  # (shapes only)
-    m = anchors_t.shape[0]
-    return x.map_blocks(
-        _project_block,
-        dask.delayed(to_numpy(anchors, "anchors")),
-        similarity,
-        options,
-        chunks=(x.chunks[0], (m,)),
-        dtype=x.dtype,
-        meta=np.empty((0, 0), dtype=x.dtype),
-    )
-
-
-def _project_block(block: np.ndarray, anchors: np.ndarray, similarity: str, options: dict, block_info=None):
-    from latentstitch._core.errors import ZeroNormError
-    from latentstitch.relative._projection import relative_projection
-
-    start = block_info[0]["array-location"][0][0] if block_info else 0
-    check_finite(torch.from_numpy(block), "x", row_offset=start)  # errors name rows of the whole array
-    try:
-        return relative_projection(block, anchors, similarity, **options)
-    except ZeroNormError as error:
-        raise ZeroNormError(error.name, error.row + start) from None
-
-
 def map_rows(x: Any, function: Callable[[Any], Any], width: int, name: str = "x") -> Any:
     """``function`` (a fitted row-wise map: (n, d) numpy -> (n, width) numpy) applied to every row block of the
     dask array ``x``: a lazy dask array with ``x``'s row chunks and one chunk of ``width`` columns. ``function``
@@ -204,5 +169,8 @@ def map_rows(x: Any, function: Callable[[Any], Any], width: int, name: str = "x"
 
 def _map_block(block: np.ndarray, function: Callable[[Any], Any], name: str, block_info=None) -> np.ndarray:
     start = block_info[0]["array-location"][0][0] if block_info else 0
-    check_finite(torch.from_numpy(np.ascontiguousarray(block)), name, row_offset=start)
-    return np.asarray(function(block))
+    check_finite(torch.from_numpy(np.ascontiguousarray(block)), name, row_offset=start)  # rows of the whole array
+    try:
+        return np.asarray(function(block))
+    except RowError as error:  # an error naming a row of the block names that row of the whole array
+        raise error.shifted(start) from None

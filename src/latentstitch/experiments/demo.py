@@ -88,7 +88,7 @@ def run_demo(
 
     from latentstitch import select_anchors
     from latentstitch.data import load_mnist_5k
-    from latentstitch.models import LatentClassifier, Stitched, accuracy, mlp_encoder, train_classifier
+    from latentstitch.models import LatentClassifier, ZeroShotStitched, accuracy, mlp_encoder, train_classifier
 
     seeds = tuple(seeds)
     if len(seeds) != 2:
@@ -139,8 +139,8 @@ def run_demo(
     for kind in ("absolute", "relative"):
         own = [accuracy(models[kind, s], x_test, y_test) for s in seeds]
         crossed = [
-            accuracy(Stitched(models[kind, a], models[kind, b]), x_test, y_test),
-            accuracy(Stitched(models[kind, b], models[kind, a]), x_test, y_test),
+            accuracy(ZeroShotStitched(models[kind, a], models[kind, b]), x_test, y_test),
+            accuracy(ZeroShotStitched(models[kind, b], models[kind, a]), x_test, y_test),
         ]
         table[kind] = {
             "non_stitched": {f"seed {s}": v for s, v in zip(seeds, own, strict=True)},

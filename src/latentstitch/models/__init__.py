@@ -8,13 +8,13 @@ from latentstitch.models._autoencoder import (
     ConvAutoencoder,
     reconstruction_objective,
 )
-from latentstitch.models._blocks import cnn_encoder, conv_decoder, conv_encoder, mlp_encoder
+from latentstitch.models._blocks import cnn_encoder, conv_decoder, conv_encoder, mlp_encoder, scaled_channels
 from latentstitch.models._classifier import PROJECTIONS, AnchorEmbeddings, LatentClassifier
 from latentstitch.models._convnets import TINY10_CHANNELS, BasicBlock, GlobalAveragePool, tiny10, tiny_resnet
 from latentstitch.models._gcn import GCNClassifier, GCNLayer, node_classification_loss, normalized_adjacency
 from latentstitch.models._heads import HEAD_RECIPES, AbsoluteHead, BatchInstanceNorm, RelativeHead, stitching_head
-from latentstitch.models._stitching import Stitched
 from latentstitch.models._training import accuracy, train_classifier
+from latentstitch.models._zero_shot import ZeroShotStitched
 
 __all__ = [
     "HEAD_RECIPES",
@@ -32,7 +32,7 @@ __all__ = [
     "GlobalAveragePool",
     "LatentClassifier",
     "RelativeHead",
-    "Stitched",
+    "ZeroShotStitched",
     "accuracy",
     "cnn_encoder",
     "conv_decoder",
@@ -41,6 +41,7 @@ __all__ = [
     "node_classification_loss",
     "normalized_adjacency",
     "reconstruction_objective",
+    "scaled_channels",
     "stitching_head",
     "tiny10",
     "tiny_resnet",

@@ -83,7 +83,7 @@ class ConvAutoencoder(nn.Module):
     kl_weight : float, optional
         Default: 0.025 with "mse", 1.0 with "calibrated".
 
-    Stitching (``Stitched(model_i, model_j)``): ``encode`` of run i (encoder and anchors), ``decode`` of run j
+    Stitching (``ZeroShotStitched(model_i, model_j)``): ``encode`` of run i (encoder and anchors), ``decode`` of run j
     (its LayerNorm, VAE layers and decoder).
     """
 

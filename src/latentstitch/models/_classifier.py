@@ -90,7 +90,7 @@ class LatentClassifier(nn.Module):
         Replaces the default head; reads (n, width) latents.
 
     Stitching protocol: ``encode(x)`` (encoder *and its anchors*) of one model, ``decode`` of another
-    (``Stitched``).
+    (``ZeroShotStitched``).
     """
 
     def __init__(

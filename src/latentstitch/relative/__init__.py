@@ -20,7 +20,14 @@ from latentstitch.relative._prototypes import LearnedAnchors, fit_prototypes
 from latentstitch.relative._similarities import SIMILARITIES, SimilaritySpec, get_similarity, register_similarity
 from latentstitch.relative._sparsify import sparsify_similarities
 from latentstitch.relative._study import STUDY_STRATEGIES, AnchorStudy, anchor_study
-from latentstitch.relative._transforms import SPREAD_FLOOR, Centering, L2Normalization, StandardScaling, floored_spread
+from latentstitch.relative._transforms import (
+    SPREAD_FLOOR,
+    Centering,
+    L2Normalization,
+    StandardScaling,
+    check_spread_floor,
+    floored_spread,
+)
 
 __all__ = [
     "AGGREGATIONS",
@@ -44,6 +51,7 @@ __all__ = [
     "ZeroNormError",
     "aggregate_spaces",
     "anchor_study",
+    "check_spread_floor",
     "fit_prototypes",
     "floored_spread",
     "geodesic_graph",

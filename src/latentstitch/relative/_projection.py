@@ -8,11 +8,11 @@ from typing import Any
 
 import torch
 
-from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_width, match_reference, wrap_like
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_width, match_reference, to_numpy, wrap_like
 from latentstitch._core.device import DeferredChecks, careful_mode, check_finite, chunk_rows, collect_flags, finite_flag
 from latentstitch._core.errors import RowError
 from latentstitch._core.params import check_bool, check_optional_positive_int
-from latentstitch.distributed._arrays import is_dask_array, project_blocks
+from latentstitch.distributed import dask_rows, is_dask_array, map_rows
 from latentstitch.invariance import TRANSLATION
 from latentstitch.relative._similarities import SimilaritySpec, get_similarity
 from latentstitch.relative._sparsify import sparsifier
@@ -84,9 +84,8 @@ def relative_projection(
     """
     spec = check_projection_options(similarity, center, chunk_size, similarity_kwargs)
     if is_dask_array(x):
-        return project_blocks(
-            x, anchors, similarity, center=center, chunk_size=chunk_size, top_k=top_k, power=power, **similarity_kwargs
-        )
+        options = {"center": center, "chunk_size": chunk_size, "top_k": top_k, "power": power, **similarity_kwargs}
+        return _project_blocks(x, anchors, similarity, options)
     xt = as_float_tensor(x, "x", ndim=2, finite=False)  # checked through each chunk's validity flag, below
     at = as_float_tensor(anchors, "anchors", ndim=2, min_rows=1)
     check_same_width(xt, at, "x", "anchors")
@@ -124,6 +123,21 @@ def relative_projection(
             checks.add(ok, functools.partial(chunks.repair, out, start, stop))
         checks.resolve()
     return wrap_like(out, x)
+
+
+def _project_blocks(x: Any, anchors: ArrayLike, similarity: str, options: dict[str, Any]) -> Any:
+    """``relative_projection`` of a dask array, block by block (``latentstitch.distributed.map_rows``): a lazy dask
+    array with ``x``'s row chunks and one chunk of columns. The anchors travel inside the row function (one task of
+    the graph, sent once to each worker), not copied per block; errors name rows of the whole array."""
+    x = dask_rows(x, "x", ndim=(2,))
+    if is_dask_array(anchors):
+        anchors = anchors.compute()
+    anchors_t = as_float_tensor(anchors, "anchors", ndim=2, min_rows=1)
+    check_same_width(x, anchors_t, "x", "anchors")  # (shapes only)
+    project = functools.partial(
+        relative_projection, anchors=to_numpy(anchors, "anchors"), similarity=similarity, **options
+    )
+    return map_rows(x, project, anchors_t.shape[0], "x")
 
 
 class _Chunks:

@@ -120,4 +120,5 @@ __all__ = [
     "second_order_cosine",
     "shape_metric_angular",
     "svcca",
+    "top_k",
 ]

@@ -16,6 +16,9 @@ contract (parameters stored unchanged, learned state with a trailing underscore,
 - ``to_torch()``: an ``nn.Linear`` (or 1x1 ``nn.Conv2d`` for feature maps) reproducing ``transform``.
 - ``save(path)`` / ``load(path)``: one safetensors file, never pickle.
 
+Every stitcher (and every map of ``latentstitch.alignment``) is an ``AffineMap``: the base class that holds a
+fitted ``coef_`` / ``intercept_`` and provides ``transform``, ``score``, ``to_torch``, ``save`` and ``load``.
+
 Estimators: ``LeastSquares`` (``pinv([A, 1]) B``, optionally ridge in scale-free units), ``LeastSquaresCV`` (the ridge
 chosen by cross-validation, ``ridge_path``: every ridge from one eigendecomposition per fold), ``Procrustes``
 (orthogonal), ``ReducedRank`` (rank-k), ``SparseLasso`` (L1), and ``LatentTranslator`` (standard-scale, fit a
@@ -45,43 +48,39 @@ stitcher on anchors, unscale).
 
 Data arguments (``data``, ``eval_data``) are an array or tensor of inputs, an ``(inputs, labels)`` tuple, or an
 iterable of batches (a ``DataLoader``) of input tensors or ``(inputs, labels, ...)`` tuples.
+
+Modules, by concern: estimators ``_base`` (``AffineMap``), ``_paired`` (layouts and statistics of paired
+activations), ``_least_squares``, ``_ridge``, ``_procrustes``, ``_reduced_rank``, ``_lasso``, ``_translator``;
+running torch models ``_data`` (the data argument), ``_hooks`` (layer names, capture), ``_activations``, ``_store``
+(``ActivationStore``), ``_direct`` (``fit_direct``); Frankenstein networks ``_layers`` (stitching layers and their
+algebra), ``_io`` (safetensors), ``_initialize`` (one function per initialisation), ``_model`` (``StitchedModel``),
+``_task_loss``, ``_metrics``; studies ``_methods`` (``TaskLoss``), ``_sweep``, ``_sparsity``, ``_nulls``;
+multi-layer stitching ``_connectors``, ``_multilayer``.
 """
 
 from latentstitch._core.moments import RankDeficiencyWarning
-from latentstitch.stitching._activations import (
-    ActivationStore,
-    fit_direct,
-    get_activations,
-    layer_names,
-    layer_shapes,
-)
-from latentstitch.stitching._io import load
+from latentstitch.stitching._activations import get_activations
+from latentstitch.stitching._base import AffineMap
+from latentstitch.stitching._connectors import CONNECTORS, RelativeConnector
+from latentstitch.stitching._direct import fit_direct
+from latentstitch.stitching._hooks import layer_names, layer_shapes
+from latentstitch.stitching._initialize import INITS
+from latentstitch.stitching._io import load, load_stitching_layer, save_stitching_layer
 from latentstitch.stitching._lasso import SPARSITY_THRESHOLD, SparseLasso
+from latentstitch.stitching._layers import LowRankStitch, affine_map, interpolate_layers, sparsify_layer
 from latentstitch.stitching._least_squares import LeastSquares
-from latentstitch.stitching._multilayer import (
-    CONNECTORS,
-    MultiStitchedModel,
-    RelativeConnector,
-    run_segment,
-    stitch_layers,
-)
+from latentstitch.stitching._methods import TaskLoss
+from latentstitch.stitching._metrics import soft_cross_entropy, stitch_metrics
+from latentstitch.stitching._model import StitchedModel, stitch
+from latentstitch.stitching._multilayer import MultiStitchedModel, run_segment, stitch_layers
 from latentstitch.stitching._nulls import NULLS, fit_direct_null, stitch_nulls
 from latentstitch.stitching._procrustes import Procrustes
 from latentstitch.stitching._reduced_rank import ReducedRank
 from latentstitch.stitching._ridge import DEFAULT_RIDGES, LeastSquaresCV, RidgePath, ridge_path
-from latentstitch.stitching._stitch import (
-    INITS,
-    LowRankStitch,
-    StitchedModel,
-    affine_map,
-    interpolate_layers,
-    load_stitching_layer,
-    save_stitching_layer,
-    sparsify_layer,
-    stitch,
-)
-from latentstitch.stitching._sweep import SparsityResult, SweepResult, TaskLoss, plot_sweep, sparsity_sweep, sweep
-from latentstitch.stitching._task_loss import TARGETS, TaskLossResult, fit_task_loss, soft_cross_entropy, stitch_metrics
+from latentstitch.stitching._sparsity import SparsityResult, sparsity_sweep
+from latentstitch.stitching._store import ActivationStore
+from latentstitch.stitching._sweep import SweepResult, plot_sweep, sweep
+from latentstitch.stitching._task_loss import TARGETS, TaskLossResult, fit_task_loss
 from latentstitch.stitching._translator import LatentTranslator
 
 __all__ = [
@@ -92,6 +91,7 @@ __all__ = [
     "SPARSITY_THRESHOLD",
     "TARGETS",
     "ActivationStore",
+    "AffineMap",
     "LatentTranslator",
     "LeastSquares",
     "LeastSquaresCV",

@@ -1,21 +1,16 @@
 """What every stitcher shares: an affine map ``b ~ a @ coef_ + intercept_`` and the machinery around it.
 
-``_AffineMap`` holds a fitted map and provides ``transform``, ``score``, ``to_torch``, ``save`` and ``load``.
-``_MomentStitcher`` adds ``fit`` / ``partial_fit`` for maps that depend on the data only through sufficient
-statistics (``CrossMoments``): a subclass only says which statistics it needs and how to turn them into
-``coef_`` and ``intercept_`` (``_solve``). Both accept dask arrays: the statistics of every block of rows are
-merged in a tree (``latentstitch.distributed``) before the same ``_solve``.
-
-Activation layouts (Dr. Frankenstein's convention, ``_core.arrays.channels_as_rows``): (N, D) rows are used as they
-are; (N, T, D) token sequences and (N, C, H, W) feature maps are matched per feature, every token or spatial
-position being one sample of the D (or C) features, as a 1x1 convolution sees them.
+``AffineMap`` holds a fitted map and provides ``transform``, ``score``, ``to_torch``, ``save`` and ``load``: the base
+class of every stitcher and alignment map. ``_MomentStitcher`` adds ``fit`` / ``partial_fit`` for maps that depend
+on the data only through sufficient statistics (``CrossMoments``): a subclass only says which statistics it needs
+and how to turn them into ``coef_`` and ``intercept_`` (``_solve``). Both accept dask arrays: the statistics of
+every block of rows are merged in a tree (``latentstitch.distributed``) before the same ``_solve``. Activation
+layouts and the statistics of paired activations: ``latentstitch.stitching._paired``.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
-from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,140 +19,27 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from latentstitch._core.arrays import (
-    ArrayLike,
-    as_float_tensor,
-    channels_as_rows,
-    check_same_rows,
-    match_reference,
-    wrap_like,
-)
-from latentstitch._core.device import check_finite, chunk_rows
-from latentstitch._core.moments import SECOND_MOMENTS, CrossMoments, overflow_error, residual_r2
+from latentstitch._core.arrays import ArrayLike, as_float_tensor, channels_as_rows, match_reference, wrap_like
+from latentstitch._core.moments import SECOND_MOMENTS, CrossMoments, residual_r2
 from latentstitch._core.numerics import matmul
 from latentstitch._core.params import check_float_dtype
 from latentstitch._core.persist import Persistable
-from latentstitch.distributed._arrays import dask_pair, dask_rows, is_dask_array, reduce_blocks
-
-# Elements of a (and of b) converted to rows and float64 at a time: 2 Mi elements (16 MiB in float64), large
-# enough for efficient products, small enough that a fit's extra memory does not grow with the number of samples.
-_CHUNK_ELEMENTS = 1 << 21
-
-LAYOUTS = {2: "(N, D)", 3: "(N, T, D)", 4: "(N, C, H, W)"}
-
-
-def _features(t: torch.Tensor) -> int:
-    return t.shape[1] if t.ndim == 4 else t.shape[-1]
+from latentstitch.distributed import dask_rows, is_dask_array
+from latentstitch.stitching._paired import (
+    LAYOUTS,
+    as_layout,
+    dask_activations,
+    feature_count,
+    moments_of_pair,
+    paired_activations,
+)
 
 
-def _positions(t: torch.Tensor) -> tuple[int, ...]:
-    """The shape of the sample positions besides N: () for rows, (T,) for sequences, (H, W) for feature maps."""
-    return tuple(t.shape[2:]) if t.ndim == 4 else tuple(t.shape[1:-1])
-
-
-def paired_activations(a: ArrayLike, b: ArrayLike, *, finite: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-    """Check two activation arrays of the same samples: same layout, same N and same positions (T or H, W).
-    ``finite=False`` leaves NaN/inf to the caller (``checked_moments`` finds them in the statistics)."""
-    at = as_float_tensor(a, "a", ndim=tuple(LAYOUTS), min_rows=1, finite=finite)
-    bt = as_float_tensor(b, "b", ndim=tuple(LAYOUTS), min_rows=1, finite=finite)
-    check_same_rows(at, bt, "a", "b")
-    _check_same_layout(at, bt)
-    return at, bt
-
-
-def dask_activations(a: Any, b: Any) -> tuple[Any, Any]:
-    """``paired_activations`` for a pair holding a dask array: the same checks, on the shapes; both become dask
-    arrays with the same row chunks and one chunk along every other axis."""
-    at, bt = dask_pair(a, b, ("a", "b"), ndim=tuple(LAYOUTS))
-    if at.shape[0] < 1:
-        raise ValueError("a: expected at least 1 rows (samples), got 0")
-    _check_same_layout(at, bt)
-    return at, bt
-
-
-def _check_same_layout(a: Any, b: Any) -> None:
-    if a.ndim != b.ndim or _positions(a) != _positions(b):
-        raise ValueError(
-            f"a and b must have the same layout and positions per sample: got shapes {tuple(a.shape)} "
-            f"{LAYOUTS[a.ndim]} and {tuple(b.shape)} {LAYOUTS[b.ndim]}"
-        )
-
-
-def moments_of_rows(
-    a: torch.Tensor,
-    b: torch.Tensor,
-    products: tuple[str, ...] = SECOND_MOMENTS,
-    precision: str = "float64",
-    shift: bool = True,
-) -> CrossMoments:
-    """``CrossMoments`` of paired activations whose layout is checked, a few samples at a time. NaN/inf are not
-    looked for here: they make the statistics non-finite (``checked_moments``)."""
-    moments = CrossMoments(products=products, precision=precision, shift=shift)
-    # Data multiplied in their own precision need no converted copy: (N, D) arrays go whole (CrossMoments works
-    # through them in blocks). Converted ones go a chunk at a time, so the copy stays small whatever N.
-    converted = precision == "float64" and (a.dtype != torch.float64 or b.dtype != torch.float64)
-    for rows_a, rows_b in row_chunks(a, b, whole=not converted):
-        moments.update(rows_a, rows_b, finite_checked=True)
-    return moments
-
-
-def checked_moments(moments: CrossMoments, a: Any, b: Any) -> CrossMoments:
-    """``moments`` if every statistic is finite (one host synchronisation); otherwise the error that says why: NaN
-    or inf in ``a`` or ``b`` (naming the first row), or an overflow of finite values."""
-    if bool(moments.finite()):
-        return moments
-    if not is_dask_array(a):
-        check_finite(a, "a")
-        check_finite(b, "b")
-    raise overflow_error(("a", "b"))
-
-
-def moments_of_pair(
-    a: Any, b: Any, products: tuple[str, ...] = SECOND_MOMENTS, precision: str = "float64", shift: bool = True
-) -> CrossMoments:
-    """``moments_of_rows`` of activations whose layout is checked, in memory or, for dask arrays, one task per row
-    block merged in a tree (``latentstitch.distributed``); checked for NaN/inf and overflow (``checked_moments``)."""
-    if is_dask_array(a):
-        moments = reduce_blocks(functools.partial(_block_moments, products, precision, shift), a, b)
-    else:
-        moments = moments_of_rows(a, b, products, precision, shift)
-    return checked_moments(moments, a, b)
-
-
-def _block_moments(products: tuple[str, ...], precision: str, shift: bool, a: Any, b: Any) -> CrossMoments:
-    if a.shape[0] == 0:
-        return CrossMoments(products=products, precision=precision, shift=shift)
-    return moments_of_rows(*paired_activations(a, b), products, precision, shift)
-
-
-def _apply_map(block: Any, estimator: _AffineMap) -> Any:
+def _apply_map(block: Any, estimator: AffineMap) -> Any:
     return estimator.transform(block)
 
 
-def row_chunks(a: torch.Tensor, b: torch.Tensor, *, whole: bool = False) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Paired (rows, features) chunks of two activation arrays, a few samples at a time: sized for the cache on the
-    CPU and for the free memory on a GPU (``_core.device.chunk_rows``). With ``whole``, (N, D) arrays come whole (views,
-    for a consumer that works through them in blocks itself)."""
-    if whole and a.ndim == 2 and b.ndim == 2:
-        yield a, b
-        return
-    per_sample = max(a[:1].numel(), b[:1].numel(), 1)
-    step = chunk_rows(a.device, 4 * per_sample * a.element_size(), max(1, _CHUNK_ELEMENTS // per_sample))
-    for start in range(0, a.shape[0], step):
-        yield channels_as_rows(a[start : start + step], "a"), channels_as_rows(b[start : start + step], "b")
-
-
-def _as_layout(rows: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """Inverse of ``channels_as_rows``: (rows, q) back to ``like``'s layout with q features."""
-    if like.ndim == 2:
-        return rows
-    if like.ndim == 3:
-        return rows.reshape(*like.shape[:2], rows.shape[1])
-    n, _, h, w = like.shape
-    return rows.reshape(n, h, w, rows.shape[1]).permute(0, 3, 1, 2).contiguous()
-
-
-class _AffineMap(Persistable, BaseEstimator):
+class AffineMap(Persistable, BaseEstimator, abstract=True):
     """A fitted affine map between two activation spaces.
 
     Learned state common to all: ``coef_`` (p, q) and ``intercept_`` (q,), float64, of the fit input's type (numpy
@@ -194,7 +76,7 @@ class _AffineMap(Persistable, BaseEstimator):
         intercept = match_reference(intercept, xt, "intercept_", "x")
         out = matmul(channels_as_rows(xt, "x"), coef)
         out = out + intercept if out.requires_grad else out.add_(intercept)
-        return wrap_like(_as_layout(out, xt), x)
+        return wrap_like(as_layout(out, xt), x)
 
     def _transform_blocks(self, x: Any) -> Any:
         """``transform`` of a dask array, block by block: a lazy dask array with ``x``'s row chunks. The fitted map
@@ -212,9 +94,9 @@ class _AffineMap(Persistable, BaseEstimator):
         return x.map_blocks(_apply_map, dask.delayed(light), chunks=tuple(chunks), dtype=x.dtype, meta=meta)
 
     def _check_features_in(self, x: Any) -> None:
-        if _features(x) != self.n_features_in_:
+        if feature_count(x) != self.n_features_in_:
             raise ValueError(
-                f"x: has {_features(x)} features but {type(self).__name__} was fitted on {self.n_features_in_}"
+                f"x: has {feature_count(x)} features but {type(self).__name__} was fitted on {self.n_features_in_}"
             )
 
     def score(self, a: ArrayLike, b: ArrayLike) -> float:
@@ -230,9 +112,9 @@ class _AffineMap(Persistable, BaseEstimator):
             at, bt = dask_activations(a, b)
         else:
             at, bt = paired_activations(a, b, finite=False)  # NaN/inf: found in the statistics
-        if _features(at) != self.n_features_in_ or _features(bt) != self.n_features_out_:
+        if feature_count(at) != self.n_features_in_ or feature_count(bt) != self.n_features_out_:
             raise ValueError(
-                f"a, b: have {_features(at)} and {_features(bt)} features but {type(self).__name__} maps "
+                f"a, b: have {feature_count(at)} and {feature_count(bt)} features but {type(self).__name__} maps "
                 f"{self.n_features_in_} to {self.n_features_out_}"
             )
         moments = moments_of_pair(at, bt)
@@ -269,11 +151,12 @@ class _AffineMap(Persistable, BaseEstimator):
             raise ValueError(f"ndim_in_ is {self.ndim_in_!r}, expected one of {sorted(LAYOUTS)}")
 
 
-class _MomentStitcher(_AffineMap):
+class _MomentStitcher(AffineMap):
     """An affine map computed from the sufficient statistics of paired activations, fittable chunk by chunk.
 
     Subclasses set ``_products`` (the statistics ``_solve`` reads, or override ``_needed_products``) and
-    ``_precision`` (``CrossMoments``' precision), and implement ``_check_params`` and ``_solve``.
+    ``_precision`` (``CrossMoments``' precision), declare their parameters' rules (``_parameter_constraints``,
+    applied by ``_check_params``) and implement ``_solve``.
     Learned: ``moments_``, the accumulated statistics.
     """
 
@@ -310,9 +193,9 @@ class _MomentStitcher(_AffineMap):
             like, dtype = a, at.dtype
         previous = getattr(self, "moments_", None)
         if previous is not None:
-            if (_features(at), _features(bt)) != (self.n_features_in_, self.n_features_out_):
+            if (feature_count(at), feature_count(bt)) != (self.n_features_in_, self.n_features_out_):
                 raise ValueError(
-                    f"a, b: have {_features(at)} and {_features(bt)} features but earlier chunks had "
+                    f"a, b: have {feature_count(at)} and {feature_count(bt)} features but earlier chunks had "
                     f"{self.n_features_in_} and {self.n_features_out_}"
                 )
             if at.ndim != self.ndim_in_:

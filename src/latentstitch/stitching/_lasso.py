@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from latentstitch._core.arrays import as_float_tensor
 from latentstitch._core.moments import CrossMoments, solve_least_squares
-from latentstitch._core.params import check_bool, check_nonnegative, check_positive_int
+from latentstitch._core.params import Rule, check_bool, check_nonnegative, check_positive_int, rule
 from latentstitch.stitching._base import _MomentStitcher, intercept_for
 
 # The paper's sparsity figure: entries with |m_ij| below this count as zero (Csiszárik et al. 2021, Fig. 8)
@@ -65,11 +65,12 @@ class SparseLasso(_MomentStitcher):
         self.max_iter = max_iter
         self.tol = tol
 
-    def _check_params(self) -> None:
-        check_nonnegative(self.alpha, "alpha")
-        check_bool(self.bias, "bias")
-        check_positive_int(self.max_iter, "max_iter")
-        check_nonnegative(self.tol, "tol")
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "alpha": rule(check_nonnegative),
+        "bias": rule(check_bool),
+        "max_iter": rule(check_positive_int),
+        "tol": rule(check_nonnegative),
+    }
 
     def _solve(self, moments: CrossMoments, *, input_dtype: torch.dtype) -> dict[str, Any]:
         n = moments.count

@@ -31,103 +31,20 @@ from typing import Any
 
 import numpy as np
 import torch
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import BaseEstimator
 from torch import nn
 
-from latentstitch._core.arrays import channels_as_rows
 from latentstitch._core.params import check_positive_int
-from latentstitch.relative import relative_projection
-from latentstitch.stitching._activations import _StopForward, iter_batches, model_device, resolve_layer
-from latentstitch.stitching._least_squares import LeastSquares
-from latentstitch.stitching._procrustes import Procrustes
-from latentstitch.stitching._stitch import sequential_tail
-
-CONNECTORS = ("least_squares", "procrustes", "relative")
-
-
-# --- layouts --------------------------------------------------------------------------------------------------------
-
-
-def _rows(t: torch.Tensor) -> torch.Tensor:
-    return channels_as_rows(t, "activation")
-
-
-def _from_rows(rows: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """Rows (N*positions, q) back into ``like``'s layout with q features: (N, q, H, W), (N, T, q) or (N, q)."""
-    if like.ndim == 4:
-        n, _, h, w = like.shape
-        return rows.reshape(n, h, w, -1).permute(0, 3, 1, 2)
-    if like.ndim == 3:
-        return rows.reshape(like.shape[0], like.shape[1], -1)
-    return rows
-
-
-# --- the relative connector ----------------------------------------------------------------------------------------
-
-
-class RelativeConnector(nn.Module):
-    """``a -> rel(a, source_anchors) @ coef + intercept``, per position: the relative route between two layers.
-
-    ``source_anchors`` (m, p): rows of the source network's activations of the anchor inputs; ``coef`` (m, q),
-    ``intercept`` (q,): the target-side decoder from relative vectors to the target's activations. Feature maps are
-    read per position and written back in the target's layout. Build with ``RelativeConnector.fit``.
-    """
-
-    def __init__(
-        self,
-        source_anchors: torch.Tensor,
-        coef: torch.Tensor,
-        intercept: torch.Tensor,
-        *,
-        similarity: str = "cosine",
-        center: bool = True,
-        **similarity_kwargs: Any,
-    ):
-        super().__init__()
-        self.register_buffer("source_anchors", source_anchors.detach().clone())
-        self.weight = nn.Parameter(coef.detach().clone())
-        self.bias = nn.Parameter(intercept.detach().clone())
-        self.similarity = similarity
-        self.center = center
-        self.similarity_kwargs = similarity_kwargs
-
-    @classmethod
-    def fit(
-        cls,
-        source_anchors: torch.Tensor,
-        target_anchors: torch.Tensor,
-        target: torch.Tensor,
-        *,
-        similarity: str = "cosine",
-        center: bool = True,
-        ridge: float = 1e-3,
-        **similarity_kwargs: Any,
-    ) -> RelativeConnector:
-        """Fit the decoder on the target side only: ridge least squares from ``rel(target, target_anchors)`` to
-        ``target`` (rows (n, q)); ``ridge`` is relative to the mean eigenvalue of the relative vectors' Gram
-        matrix. The source enters only through its parallel anchors ``source_anchors`` (m, p)."""
-        relative = relative_projection(target, target_anchors, similarity, center=center, **similarity_kwargs)
-        scale = float(relative.double().pow(2).sum()) / relative.shape[1]
-        decoder = LeastSquares(ridge=ridge * scale).fit(relative.double(), target.double())
-        coef, intercept = (torch.as_tensor(v).to(target.dtype) for v in (decoder.coef_, decoder.intercept_))
-        return cls(source_anchors, coef, intercept, similarity=similarity, center=center, **similarity_kwargs)
-
-    def forward(self, a: torch.Tensor) -> torch.Tensor:
-        rows = _rows(a)
-        if rows.shape[1] != self.source_anchors.shape[1]:
-            raise ValueError(
-                f"a: has {rows.shape[1]} features per position but the connector's anchors have "
-                f"{self.source_anchors.shape[1]}"
-            )
-        r = relative_projection(
-            rows, self.source_anchors.to(rows.dtype), self.similarity, center=self.center, **self.similarity_kwargs
-        )
-        return _from_rows(r @ self.weight + self.bias, a)
-
-    def extra_repr(self) -> str:
-        m, q = self.weight.shape
-        return f"anchors={m}, out_features={q}, similarity={self.similarity!r}, center={self.center}"
-
+from latentstitch.stitching._connectors import (
+    CONNECTORS,
+    RelativeConnector,
+    as_per_position,
+    direct_connector,
+    rows_of,
+)
+from latentstitch.stitching._data import iter_batches
+from latentstitch.stitching._hooks import StopForward, capture, model_device, resolve_layer
+from latentstitch.stitching._model import sequential_tail
 
 # --- running a segment of a network ----------------------------------------------------------------------------------
 
@@ -174,14 +91,14 @@ def run_segment(
         if "replaced" not in state:
             raise ValueError(f"layers: {exit_!r} runs before {entry!r} in {type(model).__name__}; exits follow entries")
         state["out"] = output
-        raise _StopForward
+        raise StopForward
 
     handles = [model.get_submodule(entry).register_forward_hook(replace)]
     if exit_ is not None:
         handles.append(model.get_submodule(exit_).register_forward_hook(grab))
     try:
         out = model(x)
-    except _StopForward:
+    except StopForward:
         out = state["out"]
     finally:
         for handle in handles:
@@ -192,8 +109,6 @@ def run_segment(
 
 
 def _first_segment(model: nn.Module, x: torch.Tensor, exit_: str) -> torch.Tensor:
-    from latentstitch.stitching._activations import capture
-
     return capture(model, x, [exit_])[exit_]
 
 
@@ -289,18 +204,6 @@ def _gather(function: Any, data: Any, batch_size: int) -> torch.Tensor:
         return torch.cat([function(inputs).detach().float().cpu() for inputs, _ in iter_batches(data, batch_size)])
 
 
-def _direct_connector(spec: Any, source_rows: torch.Tensor, target_rows: torch.Tensor) -> nn.Module:
-    """An affine layer (``nn.Linear``) from a name or an estimator, fitted on paired (rows, features) unless the
-    estimator is already fitted."""
-    if isinstance(spec, str):
-        estimator = LeastSquares() if spec == "least_squares" else Procrustes()
-    elif hasattr(spec, "coef_"):
-        return spec.to_torch()
-    else:
-        estimator = clone(spec)
-    return estimator.fit(source_rows.double(), target_rows.double()).to_torch()
-
-
 def stitch_layers(
     models: Sequence[nn.Module],
     layers: Sequence[tuple[str, str]],
@@ -384,7 +287,7 @@ def stitch_layers(
             if spec == "relative":
                 source_anchor_maps = _gather(source_fn, anchor_inputs, batch_size)
                 target_anchor_maps = _gather(target_fn, anchor_inputs, batch_size)
-                source_rows, target_rows = _rows(source_anchor_maps), _rows(target_anchor_maps)
+                source_rows, target_rows = rows_of(source_anchor_maps), rows_of(target_anchor_maps)
                 if source_rows.shape[0] != target_rows.shape[0]:
                     raise ValueError(
                         f"layers[{index}]: {exit_!r} gives {tuple(source_anchor_maps.shape[1:])} per input but "
@@ -392,7 +295,7 @@ def stitch_layers(
                         "so the spatial sizes must agree"
                     )
                 pick = generator.choice(len(source_rows), min(num_anchors, len(source_rows)), replace=False)
-                rows = _rows(target)
+                rows = rows_of(target)
                 fit_rows = rows[generator.choice(len(rows), min(max_rows, len(rows)), replace=False)]
                 connector = RelativeConnector.fit(
                     source_rows[pick].to(device),
@@ -409,22 +312,10 @@ def stitch_layers(
                         f"layers[{index}]: {exit_!r} outputs {tuple(source.shape[1:])} per input and {entry!r} "
                         f"{tuple(target.shape[1:])}: a direct connector needs the same positions"
                     )
-                rows_s, rows_t = _rows(source), _rows(target)
+                rows_s, rows_t = rows_of(source), rows_of(target)
                 if len(rows_s) > max_rows:  # fit on a subsample of the (position) rows
                     pick = torch.from_numpy(generator.choice(len(rows_s), max_rows, replace=False))
                     rows_s, rows_t = rows_s[pick], rows_t[pick]
-                connector = _as_per_position(_direct_connector(spec, rows_s, rows_t), source.ndim)
+                connector = as_per_position(direct_connector(spec, rows_s, rows_t), source.ndim)
             model.set_connector(index, connector)
     return model.eval()
-
-
-def _as_per_position(layer: nn.Module, ndim: int) -> nn.Module:
-    """A Linear fitted on (rows, C) applied to (N, C, H, W) feature maps as a 1x1 convolution (a Linear already
-    applies per token to (N, T, D) and per sample to (N, D))."""
-    if ndim != 4 or not isinstance(layer, nn.Linear):
-        return layer
-    conv = nn.Conv2d(layer.in_features, layer.out_features, kernel_size=1).to(layer.weight.dtype)
-    with torch.no_grad():
-        conv.weight.copy_(layer.weight[:, :, None, None])
-        conv.bias.copy_(layer.bias)
-    return conv

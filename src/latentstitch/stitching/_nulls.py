@@ -26,9 +26,13 @@ from torch import nn
 from latentstitch._core.arrays import channels_as_rows
 from latentstitch._core.moments import CrossMoments
 from latentstitch._core.params import check_choice
-from latentstitch.stitching._activations import capture, eval_mode, in_memory, model_device, resolve_layer
-from latentstitch.stitching._stitch import StitchedModel, stitch
-from latentstitch.stitching._task_loss import fit_task_loss, stitch_metrics
+from latentstitch.stitching._data import in_memory
+from latentstitch.stitching._hooks import capture, eval_mode, model_device, resolve_layer
+from latentstitch.stitching._least_squares import LeastSquares
+from latentstitch.stitching._methods import TaskLoss
+from latentstitch.stitching._metrics import stitch_metrics
+from latentstitch.stitching._model import StitchedModel, stitch
+from latentstitch.stitching._task_loss import fit_task_loss
 
 NULLS = ("shuffled", "noise")
 
@@ -157,9 +161,6 @@ def stitch_nulls(
     ``direct_data`` must be in memory (the nulls permute samples over the whole set). The null stitched networks are
     evaluated on ``eval_data`` with real activations, like the real one.
     """
-    from latentstitch.stitching._least_squares import LeastSquares
-    from latentstitch.stitching._sweep import TaskLoss
-
     direct_data = data if direct_data is None else direct_data
     inputs, _ = _memory(direct_data, "direct_data")
     if isinstance(method, TaskLoss):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
 from latentstitch._core.moments import CrossMoments, RankDeficiencyWarning
 from latentstitch._core.numerics import svd
-from latentstitch._core.params import check_bool
+from latentstitch._core.params import Rule, check_bool, rule
 from latentstitch.stitching._base import _MomentStitcher, intercept_for
 
 
@@ -59,9 +59,7 @@ class Procrustes(_MomentStitcher):
         self.center = center
         self.scale = scale
 
-    def _check_params(self) -> None:
-        check_bool(self.center, "center")
-        check_bool(self.scale, "scale")
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {"center": rule(check_bool), "scale": rule(check_bool)}
 
     def _needed_products(self) -> tuple[str, ...]:
         return ("ab", "aa_diag") if self.scale else ("ab",)

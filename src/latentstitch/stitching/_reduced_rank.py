@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.arrays import as_float_tensor
 from latentstitch._core.moments import CrossMoments, solve_least_squares
-from latentstitch._core.params import check_bool, check_nonnegative, check_positive_int
+from latentstitch._core.params import Rule, check_bool, check_nonnegative, check_positive_int, optional, rule
 from latentstitch.stitching._base import _MomentStitcher, intercept_for
 
 
@@ -60,11 +60,11 @@ class ReducedRank(_MomentStitcher):
         self.bias = bias
         self.ridge = ridge
 
-    def _check_params(self) -> None:
-        if self.rank is not None:
-            check_positive_int(self.rank, "rank")
-        check_bool(self.bias, "bias")
-        check_nonnegative(self.ridge, "ridge")
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "rank": optional(check_positive_int),
+        "bias": rule(check_bool),
+        "ridge": rule(check_nonnegative),
+    }
 
     def _check_loaded(self) -> None:
         super()._check_loaded()

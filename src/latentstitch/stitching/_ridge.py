@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -14,10 +14,11 @@ from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_row
 from latentstitch._core.folds import kfold
 from latentstitch._core.moments import CrossMoments
 from latentstitch._core.numerics import matmul
-from latentstitch._core.params import check_bool, check_choice, check_positive_int, check_seed
-from latentstitch.relative._transforms import SPREAD_FLOOR, check_spread_floor, floored_spread
-from latentstitch.stitching._base import _AffineMap, moments_of_rows
+from latentstitch._core.params import Rule, check_bool, check_choice, check_positive_int, check_seed, optional, rule
+from latentstitch.relative import SPREAD_FLOOR, check_spread_floor, floored_spread
+from latentstitch.stitching._base import AffineMap
 from latentstitch.stitching._least_squares import RIDGE_UNITS, LeastSquares, gram_ridge
+from latentstitch.stitching._paired import moments_of_rows
 
 #: Default ridges, in "relative" units (fractions of the mean eigenvalue of the Gram matrix): 1e-4 to 1e2,
 #: half a decade apart.
@@ -172,7 +173,7 @@ def check_ridges(ridges: Any, name: str = "ridges") -> np.ndarray:
     return values
 
 
-class LeastSquaresCV(_AffineMap):
+class LeastSquaresCV(AffineMap):
     """Ridge least squares whose ridge is chosen by cross-validation on the fit data (``ridge_path``).
 
     ``fit(a, b)`` computes the held-out R^2 of every ridge in ``ridges`` (relative units: fractions of the mean
@@ -203,11 +204,12 @@ class LeastSquaresCV(_AffineMap):
         self.seed = seed
         self.bias = bias
 
-    def _check_params(self) -> None:
-        check_ridges(DEFAULT_RIDGES if self.ridges is None else self.ridges)
-        check_positive_int(self.folds, "folds", minimum=2)
-        check_seed(self.seed)
-        check_bool(self.bias, "bias")
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "ridges": optional(check_ridges),  # None: DEFAULT_RIDGES
+        "folds": rule(check_positive_int, minimum=2),
+        "seed": rule(check_seed),
+        "bias": rule(check_bool),
+    }
 
     def fit(self, a: ArrayLike, b: ArrayLike) -> LeastSquaresCV:
         """Choose the ridge on ``a`` (N, p) -> ``b`` (N, q) by cross-validation, then fit on all rows."""

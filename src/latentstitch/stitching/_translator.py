@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from sklearn.base import clone
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows
-from latentstitch._core.params import check_bool
+from latentstitch._core.params import Rule, check_bool, optional, rule
 from latentstitch.relative import StandardScaling
-from latentstitch.stitching._base import _AffineMap
+from latentstitch.stitching._base import AffineMap
 from latentstitch.stitching._procrustes import Procrustes
 
 
-class LatentTranslator(_AffineMap):
+def check_stitcher(value: object, name: str) -> AffineMap:
+    """A stitcher of ``latentstitch.stitching`` (any ``AffineMap``)."""
+    if not isinstance(value, AffineMap):
+        raise TypeError(f"{name}: expected a stitcher of latentstitch.stitching, got {type(value).__name__}")
+    return value
+
+
+class LatentTranslator(AffineMap):
     """Translate a new model's embeddings (the *source*) into an old model's space (the *target*), so that a head or
     index built on the old model's vectors reads the new model's directly.
 
@@ -53,16 +62,14 @@ class LatentTranslator(_AffineMap):
     rotations). Inputs are 2-D embeddings (N, p) and (N, q).
     """
 
-    def __init__(self, stitcher: _AffineMap | None = None, standardize: bool = True):
+    def __init__(self, stitcher: AffineMap | None = None, standardize: bool = True):
         self.stitcher = stitcher
         self.standardize = standardize
 
-    def _check_params(self) -> None:
-        check_bool(self.standardize, "standardize")
-        if self.stitcher is not None and not isinstance(self.stitcher, _AffineMap):
-            raise TypeError(
-                f"stitcher: expected a stitcher of latentstitch.stitching, got {type(self.stitcher).__name__}"
-            )
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "standardize": rule(check_bool),
+        "stitcher": optional(check_stitcher),  # None: Procrustes()
+    }
 
     def fit(self, source: ArrayLike, target: ArrayLike) -> LatentTranslator:
         """Fit from parallel anchors. Returns ``self``.

@@ -27,7 +27,7 @@ def run_split(
     """``domains``: language -> frozen encoder. Returns every direction's runs per variant (``results``, the same seed
     on both sides: the paper's protocol), the control with the head of another seed (``other_seed``), and the
     number of anchors (= the narrowest latent width, as the paper's 768 anchors for 768-d RoBERTa)."""
-    from latentstitch.models import Stitched
+    from latentstitch.models import ZeroShotStitched
     from latentstitch.relative import select_anchors
 
     n_train = len(split.y_train)
@@ -55,7 +55,9 @@ def run_split(
 
     def test(a: str, b: str, variant: str, seed_a: int, seed_b: int) -> dict[str, float]:
         model = (
-            models[seed_a, variant, a] if a == b else Stitched(models[seed_a, variant, a], models[seed_b, variant, b])
+            models[seed_a, variant, a]
+            if a == b
+            else ZeroShotStitched(models[seed_a, variant, a], models[seed_b, variant, b])
         )
         return evaluate(model, x[a][n_train:], split.y_test)
 

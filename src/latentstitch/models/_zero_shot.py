@@ -8,8 +8,12 @@ import torch
 from torch import nn
 
 
-class Stitched(nn.Module):
+class ZeroShotStitched(nn.Module):
     """``decoder_side.decode(encoder_side.encode(x))``: the relreps ``StitchingModule``.
+
+    Zero-shot: nothing is fitted or trained between the two sides, which meet in a shared (relative) latent space.
+    Not to be confused with ``latentstitch.stitching.StitchedModel`` (Dr. Frankenstein), which joins two networks
+    at named inner layers through a fitted or trained stitching layer.
 
     Works for every model of ``latentstitch.models`` (classifiers, autoencoders, GCNs): the encoder side brings
     its encoder *and its anchors* (embedded by itself), the decoder side its head or decoder (with its own
