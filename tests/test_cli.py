@@ -93,3 +93,100 @@ def test_unwritable_output_folder_fails_before_any_work(tmp_path):
 def test_debug_shows_the_traceback():
     done = _run_cli("--debug", "reproduce", "no-such-reproduction")
     assert done.returncode != 0 and "Traceback" in done.stderr
+
+
+# --- the command line answers at once: no torch, scikit-learn, scipy or matplotlib before a command's work starts --
+HEAVY = ("torch", "sklearn", "scipy", "matplotlib", "pandas", "pyarrow", "rich")
+
+
+def _imported_modules(*args: str) -> tuple[subprocess.CompletedProcess, set[str]]:
+    """Run ``python -X importtime -m latentstitch ARGS`` (the console script's own path) and list what it imported."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "latentstitch", *args], capture_output=True, text=True
+    )
+    names = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    return done, names
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        *[[name, "--help"] for name in sorted(COMMANDS)],
+        ["bridge", "fit", "--help"],
+        ["bridge", "apply", "--help"],
+        ["demo", "--epochs", "0"],  # a bad option value
+        ["demo", "--seeds", "1", "1"],
+        ["compare", "no-such-a.npy", "no-such-b.npy"],  # a missing input file
+        ["bridge", "apply", "no-such-bridge.safetensors", "new.npy", "-o", "out.npy"],
+        ["reproduce", "no-such-reproduction"],
+        ["report", "no-such-folder"],
+    ],
+    ids=" ".join,
+)
+def test_help_and_user_errors_import_none_of_the_heavy_libraries(args, tmp_path):
+    done, names = _imported_modules(*args)
+    assert done.returncode in (0, 2), done.stderr[-2000:]
+    assert "latentstitch.cli" in names  # the listing works
+    heavy = sorted(name for name in names if name.split(".")[0] in HEAVY)
+    assert not heavy, f"`latentstitch {' '.join(args)}` imported {heavy[:8]}"
+    library = sorted(n for n in names if n.startswith("latentstitch.") and n.split(".")[1] not in ("cli", "_version"))
+    assert library in ([], ["latentstitch.experiments", "latentstitch.experiments.registry"]), library
+
+
+def test_the_seed_limit_of_the_options_is_the_library_s():
+    from latentstitch._core.params import MAX_SEED
+    from latentstitch.cli import options
+
+    assert options.MAX_SEED == MAX_SEED
+
+
+def test_demo_writes_to_latentstitch_results_not_the_committed_results_folder():
+    from pathlib import Path
+
+    from latentstitch.experiments.demo import run_demo
+
+    args = build_parser().parse_args(["demo"])
+    assert args.out == Path("latentstitch-results") / "demo"
+    assert run_demo.__kwdefaults__["out_dir"] == args.out
+
+
+# --- library warnings during a command: one line each, in the command's own wording --------------------------------
+def test_a_library_warning_is_one_line_naming_the_command(monkeypatch, capsys):
+    import types
+    import warnings
+
+    module = types.ModuleType("toy_command")
+    module.HELP = "toy"
+
+    def add_arguments(parser):
+        parser.add_argument("--twice", action="store_true")
+
+    def run(args):
+        for _ in range(2 if args.twice else 1):
+            warnings.warn("the anchors span\n  a rank-3 subspace", RuntimeWarning, stacklevel=1)  # same place: once
+        warnings.warn("another warning", UserWarning, stacklevel=1)
+        return 0
+
+    module.add_arguments, module.main = add_arguments, run
+    monkeypatch.setitem(sys.modules, "toy_command", module)
+    monkeypatch.setitem(COMMANDS, "toy", "toy_command")
+    previous = warnings.showwarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        assert main(["toy", "--twice"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "latentstitch toy: warning: the anchors span a rank-3 subspace",
+        "latentstitch toy: warning: another warning",
+    ]
+    assert warnings.showwarning is previous  # restored after the command
+
+
+def test_a_missing_optional_extra_is_one_line_naming_the_pip_command(tmp_path, monkeypatch, capsys):
+    (tmp_path / "a.csv").write_text("dim_0\n1\n2\n")
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # as if pyarrow were not installed
+    monkeypatch.setitem(sys.modules, "pyarrow.csv", None)
+    assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "a.csv"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'latentstitch[files]'" in err[0] and err[0].startswith("latentstitch compare")

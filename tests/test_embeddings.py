@@ -235,3 +235,101 @@ def test_the_writer_streams_and_checks_its_rows(tmp_path, vectors):
         writer.close()
     with pytest.raises(EmbeddingFileError, match="--output: cannot write '.txt'"):
         EmbeddingWriter(tmp_path / "out.txt", 1, 1, option="--output")
+
+
+def test_parquet_reading_gives_torch_a_writable_array(tmp_path):
+    """torch warns "The given NumPy array is not writable" on a read-only array; the reader never hands one out."""
+    import warnings
+
+    import numpy as np
+    import torch
+
+    from latentstitch.embeddings import open_embeddings, write_embeddings
+
+    pytest.importorskip("pyarrow")
+    path = write_embeddings(tmp_path / "e.parquet", np.ones((5, 3), dtype=np.float32))
+    for _, block in open_embeddings(path).chunks():
+        assert block.flags.writeable
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            torch.from_numpy(block)
+
+
+def test_csv_vectors_are_float32_unless_a_value_needs_float64(tmp_path, monkeypatch):
+    """CSV holds text, not a dtype: float32, unless float32 would overflow or flush a value to zero."""
+    pytest.importorskip("pyarrow", reason="needs pip install 'latentstitch[files]'")
+    from latentstitch.embeddings._csv import CsvFile
+
+    monkeypatch.setattr(CsvFile, "_read_with_csv_module", None)  # pyarrow reads these files: no fallback
+    (tmp_path / "plain.csv").write_text("dim_0,dim_1\n0.1,2\n3e5,-4.5\n")
+    plain = open_embeddings(tmp_path / "plain.csv")
+    assert plain.dtype == np.float32 and plain.read().dtype == np.float32
+    np.testing.assert_array_equal(plain.read(), np.array([[0.1, 2], [3e5, -4.5]], dtype=np.float32))
+    (tmp_path / "big.csv").write_text("dim_0,dim_1\n1e300,2\n3,4\n")
+    assert open_embeddings(tmp_path / "big.csv").read()[0, 0] == 1e300
+    (tmp_path / "tiny.csv").write_text('v\n"[1e-60, 1]"\n"[2, 3]"\n')
+    assert open_embeddings(tmp_path / "tiny.csv").dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'id,v\na,"[1, 2.5, 3]"\nb,"[ 4,5 ,6 ]"\n\nc,"7;8;9"\n',  # brackets, blanks, semicolons, a blank line
+        "id,v\na,1 2 3\nb,4\t5 6\nc,[[7 8 9]]\n",
+        "id,dim_1,dim_0\na,2,1\nb,5,4\nc, 8,7\n",  # numbered columns in any order, a blank before a number
+        "id,dim_0,dim_1\na,1_0,1\nb,2,2\nc,nan,3\n",  # what Python's float reads and pyarrow does not (1_0)
+        'id,v\na,"[1, 2]"\nb,"[1, 2, 3]"\n',  # ragged
+        "id,dim_0,dim_1\na,1,x\nb,2,2\n",  # not a number
+        "id,dim_0\na,1\nb\n",  # ragged rows
+        "id,dim_0\n",  # no rows
+    ],
+)
+def test_csv_reads_as_the_csv_module_would(tmp_path, text):
+    """pyarrow reads CSV files fast; the csv module's reading (the fallback) gives the same vectors and errors."""
+    pytest.importorskip("pyarrow", reason="needs pip install 'latentstitch[files]'")
+    from latentstitch.embeddings._csv import CsvFile
+
+    path = tmp_path / "e.csv"
+    path.write_text(text)
+
+    def read(fast: bool):
+        original = CsvFile._read_arrow
+        try:
+            if not fast:
+                CsvFile._read_arrow = lambda *args: None
+            opened = open_embeddings(path, id_column="id", option="A")
+            return opened.read(), opened.ids.tolist(), opened.dtype
+        except EmbeddingFileError as error:
+            return str(error)
+        finally:
+            CsvFile._read_arrow = original
+
+    fast, slow = read(True), read(False)
+    if isinstance(slow, str):
+        assert fast == slow
+    else:
+        np.testing.assert_array_equal(fast[0], slow[0])
+        assert fast[1:] == slow[1:]
+
+
+def test_bridge_apply_writes_float32_for_float32_files(tmp_path, rng):
+    """The output dtype is the input file's stored dtype, read back through any format."""
+    pa = pytest.importorskip("pyarrow", reason="needs pip install 'latentstitch[files]'")
+    import pyarrow.parquet as pq
+
+    from latentstitch.cli import main
+
+    source = rng.normal(size=(60, 6)).astype(np.float32)
+    target = source @ rng.normal(size=(6, 5)).astype(np.float32)
+    np.save(tmp_path / "s.npy", source)
+    np.save(tmp_path / "t.npy", target)
+    bridge = str(tmp_path / "b.safetensors")
+    assert main(["bridge", "fit", str(tmp_path / "s.npy"), str(tmp_path / "t.npy"), "-o", bridge, "--quiet"]) == 0
+    columns = {f"dim_{j}": source[:, j] for j in range(6)}  # float32 columns
+    pq.write_table(pa.table(columns), tmp_path / "new.parquet")
+    pq.write_table(pa.table({"v": pa.array(source.tolist(), pa.list_(pa.float32()))}), tmp_path / "lists.parquet")
+    write_embeddings(tmp_path / "new.csv", source.astype(np.float64))  # CSV text of float64 values
+    for name in ("new.parquet", "lists.parquet", "new.csv"):
+        out = tmp_path / f"out-{name}.npy"
+        assert main(["bridge", "apply", bridge, str(tmp_path / name), "-o", str(out), "--quiet"]) == 0
+        assert np.load(out).dtype == np.float32, name

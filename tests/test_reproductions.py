@@ -12,9 +12,9 @@ import types
 import pytest
 
 from latentstitch.cli import main
-from latentstitch.experiments import reproduce
+from latentstitch.experiments import registry
 from latentstitch.experiments._report import Pattern, Report, at_least, judge
-from latentstitch.experiments.reproduce import REPRODUCTIONS, load
+from latentstitch.experiments.registry import REPRODUCTIONS, load
 
 
 def _toy(name: str, *, holds: bool = True, fails: bool = False, calls: list | None = None) -> types.ModuleType:
@@ -51,7 +51,7 @@ def toys(monkeypatch, tmp_path):
         "bad": _toy("bad", holds=False, calls=calls),
         "broken": _toy("broken", fails=True, calls=calls),
     }
-    monkeypatch.setattr(reproduce, "REPRODUCTIONS", {name: m.__name__ for name, m in modules.items()})
+    monkeypatch.setattr(registry, "REPRODUCTIONS", {name: m.__name__ for name, m in modules.items()})
     for module in modules.values():
         monkeypatch.setitem(sys.modules, module.__name__, module)
     return calls
@@ -65,7 +65,7 @@ def test_list_shows_every_reproduction(capsys):
 
 
 def test_unknown_reproduction_is_named():
-    with pytest.raises(ValueError, match="NAME: unknown reproduction 'nope'"):
+    with pytest.raises(ValueError, match="name: unknown reproduction 'nope'"):
         load("nope")
 
 

@@ -19,20 +19,68 @@ Folders by concept:
 The names users type most are re-exported here.
 """
 
-from latentstitch import alignment, invariance, relative, similarity, stitching
+from typing import TYPE_CHECKING
+
 from latentstitch._version import __version__
-from latentstitch.bridge import Bridge
-from latentstitch.relative import (
-    Centering,
-    L2Normalization,
-    RelativeProjection,
-    RobustRelativeProjection,
-    StandardScaling,
-    relative_projection,
-    select_anchors,
-)
-from latentstitch.similarity import cka, compare, pairwise
-from latentstitch.stitching import LatentTranslator, LeastSquares, Procrustes, ReducedRank, SparseLasso
+
+# The names are imported on first use (PEP 562), so that ``import latentstitch.cli`` (which imports this package
+# first) and ``latentstitch --help`` do not load torch and the math: ``from latentstitch import Bridge`` works as
+# before. Name -> the module that defines it.
+_LAZY = {
+    "alignment": "latentstitch.alignment",
+    "invariance": "latentstitch.invariance",
+    "relative": "latentstitch.relative",
+    "similarity": "latentstitch.similarity",
+    "stitching": "latentstitch.stitching",
+    "Bridge": "latentstitch.bridge",
+    **dict.fromkeys(
+        [
+            "Centering",
+            "L2Normalization",
+            "RelativeProjection",
+            "RobustRelativeProjection",
+            "StandardScaling",
+            "relative_projection",
+            "select_anchors",
+        ],
+        "latentstitch.relative",
+    ),
+    **dict.fromkeys(["cka", "compare", "pairwise"], "latentstitch.similarity"),
+    **dict.fromkeys(
+        ["LatentTranslator", "LeastSquares", "Procrustes", "ReducedRank", "SparseLasso"], "latentstitch.stitching"
+    ),
+}
+
+if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerly
+    from latentstitch import alignment, invariance, relative, similarity, stitching
+    from latentstitch.bridge import Bridge
+    from latentstitch.relative import (
+        Centering,
+        L2Normalization,
+        RelativeProjection,
+        RobustRelativeProjection,
+        StandardScaling,
+        relative_projection,
+        select_anchors,
+    )
+    from latentstitch.similarity import cka, compare, pairwise
+    from latentstitch.stitching import LatentTranslator, LeastSquares, Procrustes, ReducedRank, SparseLasso
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name not in _LAZY:
+        raise AttributeError(f"module 'latentstitch' has no attribute {name!r}")
+    module = importlib.import_module(_LAZY[name])
+    value = module if module.__name__ == f"latentstitch.{name}" else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "Bridge",

@@ -1,11 +1,14 @@
-"""Readers of tables: ``.parquet`` (read by row groups), ``.csv`` / ``.tsv`` and Hugging Face ``save_to_disk``
-folders. The vectors are one list column (``vector_column``, or the only list column) or numbered columns (``0, 1,
-2...`` or a shared prefix and a number, ``dim_0, dim_1...``, ordered by their number); ``id_column`` names the
-ids. Other columns are ignored."""
+"""Readers of Arrow tables: ``.parquet`` (read by row groups) and Hugging Face ``save_to_disk`` folders (``.csv`` /
+``.tsv`` are read by ``_csv.py``). The vectors are one list column (``vector_column``, or the only list column) or
+numbered columns (``0, 1, 2...`` or a shared prefix and a number, ``dim_0, dim_1...``, ordered by their number);
+``id_column`` names the ids. Other columns are ignored.
+
+Dtype: the file's stored type decides (float32 lists or columns give float32 vectors, float64 give float64; float16
+is widened to float32, integers are read as float32), whatever a tool shows of them when it reads them back (pandas
+turns float32 columns into float64 in some paths; the stored parquet type is what counts)."""
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from collections.abc import Iterator
@@ -100,7 +103,8 @@ class _ArrowFile(EmbeddingFile):
             values = column.flatten()
             if values.null_count:
                 raise self.error(f"has a missing value inside a vector of column {self.columns[0]!r}")
-            return values.to_numpy(zero_copy_only=False).reshape(len(column), width)
+            # writable: a zero-copy view of Arrow's buffer is read-only, and torch warns on every read-only array
+            return values.to_numpy(zero_copy_only=False, writable=True).reshape(len(column), width)
         arrays = []
         for name in self.columns:
             column = batch.column(name)
@@ -201,102 +205,3 @@ class HuggingFaceFolder(_ArrowFile):
 
     def _batches(self, rows: int) -> Iterator[Any]:
         return iter(self.table.select(self.columns).to_batches(max_chunksize=rows))
-
-
-class CsvFile(EmbeddingFile):
-    """A CSV (or tab-separated ``.tsv``) file with a header row, read whole (CSV is not a format for data larger than
-    memory). Vectors: numbered columns, or one column of numbers written as ``[0.1, 0.2]`` or ``0.1 0.2``."""
-
-    format = ".csv"
-
-    def __init__(
-        self,
-        path: Path,
-        option: str,
-        *,
-        key: str | None = None,
-        id_key: str | None = None,
-        vector_column: str | None = None,
-    ):
-        super().__init__(path, option)
-        if key is not None:
-            raise self.error("is a CSV file: name the vector column with --vector-column, not --key")
-        delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
-        try:
-            with open(path, newline="", encoding="utf-8") as handle:
-                rows = list(csv.reader(handle, delimiter=delimiter))
-        except (UnicodeDecodeError, csv.Error) as error:
-            raise self.error(f"is not a readable CSV file ({error})") from None
-        if not rows:
-            raise self.error("is empty (no header row)")
-        header, body = rows[0], [r for r in rows[1:] if r]
-        if not body:
-            raise self.error("has a header but no rows")
-        for line, row in enumerate(body):
-            if len(row) != len(header):
-                raise self.error(
-                    f"has ragged rows: row {line} (line {line + 2}) has {len(row)} fields but the header has "
-                    f"{len(header)}"
-                )
-        if id_key is not None and id_key not in header:
-            raise self.error(f"has no column {id_key!r} (given by --id-column); its columns are: {', '.join(header)}")
-        if vector_column is not None:
-            if vector_column not in header:
-                raise self.error(
-                    f"has no column {vector_column!r} (given by --vector-column); its columns are: {', '.join(header)}"
-                )
-            vectors = self._parse_lists(body, header.index(vector_column), vector_column)
-        else:
-            numbered = numbered_columns(header, set(header) - {id_key})
-            others = [c for c in header if c != id_key]
-            if numbered:
-                vectors = self._parse_numbered(body, [header.index(c) for c in numbered], numbered)
-            elif len(others) == 1:
-                vectors = self._parse_lists(body, header.index(others[0]), others[0])
-            else:
-                raise self.error(
-                    f"has no numbered columns (0, 1, ... or dim_0, dim_1, ...); name the column that holds the "
-                    f"vectors with --vector-column (columns: {', '.join(header)})"
-                )
-        self.array = vectors
-        self._set_shape(*vectors.shape, vectors.dtype)
-        if id_key is not None:
-            column = header.index(id_key)
-            self._set_ids(np.asarray([row[column] for row in body]), f"column {id_key!r}")
-
-    def _parse_numbered(self, body: list[list[str]], columns: list[int], names: list[str]) -> np.ndarray:
-        try:
-            return np.asarray([[float(row[c]) for c in columns] for row in body], dtype=np.float64).astype(np.float32)
-        except ValueError:
-            for line, row in enumerate(body):
-                for c, name in zip(columns, names, strict=True):
-                    try:
-                        float(row[c])
-                    except ValueError:
-                        raise self.error(
-                            f"row {line} (line {line + 2}), column {name!r}: {row[c]!r} is not a number"
-                        ) from None
-            raise
-
-    def _parse_lists(self, body: list[list[str]], column: int, name: str) -> np.ndarray:
-        vectors = []
-        for line, row in enumerate(body):
-            text = row[column].strip().strip("[]")
-            try:
-                values = [float(v) for v in re.split(r"[\s,;]+", text) if v]
-            except ValueError:
-                raise self.error(
-                    f"row {line} (line {line + 2}), column {name!r}: {row[column][:40]!r} is not a list of numbers"
-                ) from None
-            if vectors and len(values) != len(vectors[0]):
-                raise self.error(
-                    f"has ragged vectors: row {line} (line {line + 2}) has {len(values)} values where row 0 has "
-                    f"{len(vectors[0])}"
-                )
-            vectors.append(values)
-        if not vectors[0]:
-            raise self.error(f"column {name!r} holds empty vectors")
-        return np.asarray(vectors, dtype=np.float32)
-
-    def _read_rows(self, start: int, stop: int) -> np.ndarray:
-        return self.array[start:stop]

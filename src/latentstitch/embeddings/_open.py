@@ -10,7 +10,8 @@ import numpy as np
 
 from latentstitch.embeddings._arrays import NpyFile, NpzFile, SafetensorsFile, TorchFile
 from latentstitch.embeddings._base import EmbeddingFile, EmbeddingFileError, as_path
-from latentstitch.embeddings._columns import CsvFile, HuggingFaceFolder, ParquetFile
+from latentstitch.embeddings._columns import HuggingFaceFolder, ParquetFile
+from latentstitch.embeddings._csv import CsvFile
 
 READERS: dict[str, type[EmbeddingFile]] = {
     ".npy": NpyFile,

@@ -7,6 +7,7 @@ Frankenstein has a module per figure of the paper (``frankenstein/fig4_similarit
 
 The shared pieces are the underscore modules here: ``_report`` (Report, tables, Pattern / Rule / Verdict, figure
 saving), ``_image_tasks`` (the image datasets, seeded training), ``_text`` (text datasets, cached sentence
-embeddings, heads on frozen embeddings), ``_grid`` (grids of runs, optionally on a Dask cluster). ``reproduce``
-is the command; ``demo`` the quick demo.
+embeddings, heads on frozen embeddings), ``_grid`` (grids of runs, optionally on a Dask cluster). ``registry``
+names the reproductions, ``reproduce`` runs them, ``demo`` is the quick demo; their command lines are in
+``latentstitch.cli``.
 """

@@ -12,19 +12,16 @@ that learned: test accuracy >= 0.85); a shorter run prints its numbers as a smok
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from latentstitch._cli import nonnegative_int, option_errors, output_folder, positive_int
 from latentstitch._core.figures import pyplot, save_figure
 from latentstitch._core.params import check_positive_int, check_seed
 from latentstitch.experiments._report import Expectation, Report, ResultTable
-
-HELP = "train two seeds with absolute and relative latents on real MNIST and stitch them zero-shot"
+from latentstitch.experiments.registry import DEMO_OUT
 
 # When a run may print a verdict on the paper's pattern. Measured on these MLPs (seed pairs (0, 1) and (2, 3), mean
 # test accuracy of the two seeds after 1, 2, 3, 4 epochs): absolute 0.904-0.915, 0.916-0.928, 0.929-0.933,
@@ -33,43 +30,6 @@ HELP = "train two seeds with absolute and relative latents on real MNIST and sti
 # smoke run: it shows that everything runs, and says nothing about the paper's claim, so no verdict is printed.
 MIN_EPOCHS_FOR_VERDICT = 3
 TRAINED_ACCURACY = 0.85
-OPTIONS = {"seeds": "--seeds", "epochs": "--epochs", "num_anchors": "--anchors", "latent_dim": "--latent-dim"}
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--seeds", type=nonnegative_int, nargs=2, default=(0, 1), metavar=("A", "B"), help="two seeds (0 1)"
-    )
-    parser.add_argument("--epochs", type=positive_int, default=8, help="training epochs per model (8)")
-    parser.add_argument("--anchors", type=positive_int, default=300, help="number of anchors (300)")
-    parser.add_argument("--latent-dim", type=positive_int, default=64, help="encoder output width (64)")
-    parser.add_argument("--out", type=Path, default=Path("results/demo"), help="output folder (results/demo)")
-    parser.add_argument(
-        "--threads",
-        type=positive_int,
-        default=1,
-        help="torch threads (1: these small models run fastest on one thread)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no progress bars")
-
-
-def main(args: argparse.Namespace) -> int:
-    from latentstitch._core.device import set_threads
-
-    set_threads(args.threads)
-    output_folder(args.out, "--out")
-    with option_errors(OPTIONS):
-        report = run_demo(
-            seeds=tuple(args.seeds),
-            epochs=args.epochs,
-            num_anchors=args.anchors,
-            latent_dim=args.latent_dim,
-            out_dir=args.out,
-            progress=not args.quiet,
-        )
-    report.write(args.out)
-    report.print(args.out)
-    return 0
 
 
 def run_demo(
@@ -78,17 +38,18 @@ def run_demo(
     epochs: int = 8,
     num_anchors: int = 300,
     latent_dim: int = 64,
-    out_dir: Path | str = Path("results/demo"),
+    out_dir: Path | str = DEMO_OUT,
     progress: bool = True,
 ) -> Report:
-    """Train, stitch and evaluate; draw ``latent_spaces.png`` into ``out_dir``; return the report (its
+    """Train, stitch and evaluate; draw ``latent_spaces.png`` into ``out_dir`` (default latentstitch-results/demo,
+    never the repository's committed results/); return the report (its
     ``write`` adds ``results.json`` and ``results.md``). A run shorter than ``MIN_EPOCHS_FOR_VERDICT`` epochs, or
     whose models stay below ``TRAINED_ACCURACY``, is reported as a smoke run, with no verdict on the pattern."""
     from rich.progress import Progress
 
-    from latentstitch import select_anchors
     from latentstitch.data import load_mnist_5k
     from latentstitch.models import LatentClassifier, ZeroShotStitched, accuracy, mlp_encoder, train_classifier
+    from latentstitch.relative import select_anchors
 
     seeds = tuple(seeds)
     if len(seeds) != 2:

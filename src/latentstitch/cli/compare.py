@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from latentstitch._cli import UsageError, nonnegative_int, output_file, positive_int, seed
-from latentstitch.commands._files import add_pair_arguments, add_run_options, pin_threads, read_pair
+from latentstitch.cli.files import add_pair_arguments, add_run_options, check_inputs, pin_threads, read_pair
+from latentstitch.cli.options import UsageError, nonnegative_int, output_file, positive_int, seed
 
 HELP = "similarity indices between two embedding files of the same items"
 QUADRATIC = ("rbf_cka", "rsa", "mutual_knn")  # N x N memory or time
@@ -53,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    report_path = None if args.json is None else output_file(args.json, "--json")
+    check_inputs(args, ("a", "b"))
+
     import numpy as np
 
     from latentstitch._core.tables import print_tables, table, write_json
@@ -65,7 +68,6 @@ def main(args: argparse.Namespace) -> int:
         permutation_test,
     )
 
-    report_path = None if args.json is None else output_file(args.json, "--json")
     if args.measures is not None:
         for name in args.measures:
             if name not in MEASURES:

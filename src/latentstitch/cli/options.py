@@ -4,6 +4,8 @@ cannot be done" (printed as one line, exit code 2, no traceback; ``latentstitch 
 
 A command module raises ``UsageError`` (or lets a library ``ValueError``/``TypeError``, which name the argument at
 fault, pass through); ``latentstitch.cli.main`` turns both into one line on stderr and exit code 2.
+
+Standard library only: the checks here run before a command imports the library, so a user error answers at once.
 """
 
 from __future__ import annotations
@@ -41,10 +43,13 @@ positive_float = _number(float, 0.0, False, "a number > 0")
 nonnegative_float = _number(float, 0.0, True, "a finite number >= 0")
 
 
+#: The largest seed numpy, torch and scikit-learn all accept: ``latentstitch._core.params.MAX_SEED`` (not imported
+#: from there, which loads torch; tests/test_cli.py checks that they agree).
+MAX_SEED = 2**32 - 1
+
+
 def seed(text: str) -> int:
     """A random seed: an integer in [0, 2**32 - 1], what numpy, torch and scikit-learn all accept."""
-    from latentstitch._core.params import MAX_SEED
-
     value = nonnegative_int(text)
     if value > MAX_SEED:
         raise argparse.ArgumentTypeError(f"expected a seed in [0, {MAX_SEED}], got {text!r}")

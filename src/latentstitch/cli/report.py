@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from latentstitch._cli import UsageError, output_file
+from latentstitch.cli.options import UsageError, output_file
 
 HELP = "one self-contained HTML page over reproductions' results and bridge/compare outputs"
 
@@ -35,8 +35,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from latentstitch.report import find_results, render_html
-
     source = args.results_dir
     if source is None:
         source = Path("latentstitch-results") if Path("latentstitch-results").is_dir() else Path("results")
@@ -45,6 +43,9 @@ def main(args: argparse.Namespace) -> int:
     if args.output.suffix.lower() not in (".html", ".htm"):
         raise UsageError(f"--output: the report is an HTML page; give a file name ending in .html, got {args.output}")
     target = output_file(args.output, "--output")
+
+    from latentstitch.report import find_results, render_html
+
     paths = find_results(source)
     if not paths:
         raise UsageError(

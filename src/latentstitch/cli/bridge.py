@@ -21,8 +21,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from latentstitch._cli import UsageError, input_file, option_errors, output_file, positive_int, seed
-from latentstitch.commands._files import add_file_options, add_pair_arguments, add_run_options, pin_threads, read_pair
+from latentstitch.cli.files import (
+    add_file_options,
+    add_pair_arguments,
+    add_run_options,
+    check_inputs,
+    pin_threads,
+    read_pair,
+)
+from latentstitch.cli.options import UsageError, input_file, option_errors, output_file, positive_int, seed
 
 HELP = "fit a checked bridge between two models' embeddings (fit), or apply one to new vectors (apply)"
 DEFAULT_BUDGET = (50, 100, 300)
@@ -126,13 +133,15 @@ def list_routes() -> int:
 def fit(args: argparse.Namespace) -> int:
     import warnings
 
-    from latentstitch._core.tables import print_tables, write_json
-    from latentstitch.bridge import Bridge, BridgeWarning, bridge_report, resolve_routes
-
     output = output_file(args.output, "--output")
     if output.suffix != ".safetensors":
         raise UsageError(f"--output: a bridge is saved as .safetensors, got {str(output)!r}")
     report_path = output_file(args.json if args.json is not None else output.with_suffix(".json"), "--json")
+    check_inputs(args, ("source", "target"))
+
+    from latentstitch._core.tables import print_tables, write_json
+    from latentstitch.bridge import Bridge, BridgeWarning, bridge_report, resolve_routes
+
     # the library's errors about its parameters name the options they came from
     options = {"routes": "--routes", "cv": "--cv", "seed": "--seed", "budget": "--budget"}
     with option_errors(options):
@@ -157,15 +166,16 @@ def fit(args: argparse.Namespace) -> int:
 
 
 def apply(args: argparse.Namespace) -> int:
-    from latentstitch._core.progress import progress_bar
-    from latentstitch.bridge import Bridge
-    from latentstitch.embeddings import EmbeddingWriter, open_embeddings
-
     bridge_path = input_file(args.bridge, "BRIDGE")
     output = output_file(args.output, "--output")
     new_path = input_file(args.new, "NEW")
     if output.resolve() == new_path.resolve():
         raise UsageError("--output: is the input file NEW; write the bridged vectors to another file")
+
+    from latentstitch._core.progress import progress_bar
+    from latentstitch.bridge import Bridge
+    from latentstitch.embeddings import EmbeddingWriter, open_embeddings
+
     try:
         bridge = Bridge.load(bridge_path)
     except ValueError as error:

@@ -1,12 +1,15 @@
-"""Options and reading shared by the commands that take two embedding files of the same items."""
+"""Options and reading shared by the commands that take embedding files (``bridge``, ``compare``). Standard library
+at module level: the library is imported when the files are read."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-import numpy as np
+from latentstitch.cli.options import input_file, positive_int
 
-from latentstitch._cli import input_file, positive_int
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def add_pair_arguments(parser: argparse.ArgumentParser, first: str, second: str, first_help: str, second_help: str):
@@ -56,10 +59,15 @@ def key_for(args: argparse.Namespace, side: str) -> str | None:
     return specific if specific is not None else args.key
 
 
+def check_inputs(args: argparse.Namespace, sides: tuple[str, ...]) -> None:
+    """Every input file exists and is readable (before any library import: a missing file answers at once)."""
+    for side in sides:
+        input_file(getattr(args, side), side.upper())
+
+
 def read_pair(args: argparse.Namespace, sides: tuple[str, str]) -> tuple[np.ndarray, np.ndarray, list]:
     """Both files' vectors as parallel rows (by order, or by ``--id-column``) and a line describing each file."""
-    from latentstitch.embeddings import open_embeddings, pair_rows
-    from latentstitch.embeddings._open import Embeddings
+    from latentstitch.embeddings import Embeddings, open_embeddings, pair_rows
 
     read = []
     for side in sides:

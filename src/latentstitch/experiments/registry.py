@@ -1,0 +1,47 @@
+"""The paper reproductions by name: ``latentstitch reproduce NAME`` runs ``load(NAME).run(...)``.
+
+A small module with no heavy imports (the command line reads it before it imports any experiment). Each
+reproduction is a package of ``latentstitch.experiments`` that defines ``HELP`` (one line), ``PAPER`` (the citation)
+and ``run(*, quick: bool, out_dir: Path, progress: bool) -> latentstitch.experiments._report.Report``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+#: Where runs go unless told otherwise (``--out``); the repository's committed full runs live in results/.
+DEFAULT_ROOT = Path("latentstitch-results")
+#: Where ``latentstitch demo`` (``experiments.demo.run_demo``) writes unless told otherwise.
+DEMO_OUT = DEFAULT_ROOT / "demo"
+
+#: name (as the command line spells it) -> the module of the reproduction (a package per reproduction).
+REPRODUCTIONS: dict[str, str] = {
+    "ae-stitching": "latentstitch.experiments.ae_stitching",
+    "cross-architecture-text": "latentstitch.experiments.cross_architecture_text",
+    "cross-architecture-vision": "latentstitch.experiments.cross_architecture_vision",
+    "cross-lingual": "latentstitch.experiments.cross_lingual",
+    "frankenstein": "latentstitch.experiments.frankenstein",
+    "latent-similarity-proxy": "latentstitch.experiments.latent_similarity_proxy",
+    "latent-similarity-proxy-graph": "latentstitch.experiments.latent_similarity_proxy_graph",
+    "relative-training": "latentstitch.experiments.relative_training",
+    "robust-relative": "latentstitch.experiments.robust_relative",
+    "word-embeddings": "latentstitch.experiments.word_embeddings",
+}
+
+#: Reproductions whose run(...) also takes ``resume: bool`` (a checkpoint of finished stages in OUT/checkpoint).
+RESUMABLE: tuple[str, ...] = ("ae-stitching", "frankenstein")
+
+
+def check_name(name: str) -> str:
+    """``name`` if it is a known reproduction; else a ValueError naming the known ones."""
+    if name not in REPRODUCTIONS:
+        known = ", ".join(sorted(REPRODUCTIONS)) or "none yet"
+        raise ValueError(f"name: unknown reproduction {name!r}; available: {known}")
+    return name
+
+
+def load(name: str) -> ModuleType:
+    """The module of the reproduction ``name`` (imported now: it may load torch and the experiment's code)."""
+    return importlib.import_module(REPRODUCTIONS[check_name(name)])
