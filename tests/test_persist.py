@@ -108,3 +108,21 @@ def test_saving_into_a_missing_folder_names_the_folder(tmp_path):
     model = LeastSquares().fit(rng.normal(size=(10, 2)), rng.normal(size=(10, 2)))
     with pytest.raises(ValueError, match="does not exist"):
         model.save(tmp_path / "nowhere" / "model.safetensors")
+
+
+def test_a_fresh_process_loads_a_class_whose_package_was_never_imported(tmp_path):
+    """The package root imports lazily, so the reading process may not have imported the class's package yet."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "gpa.safetensors"
+    make = (
+        "import numpy as np; from latentstitch.alignment import GeneralizedProcrustes; "
+        "rng = np.random.default_rng(0); "
+        "GeneralizedProcrustes().fit([rng.normal(size=(50, 4)).astype(np.float32) for _ in range(3)])"
+        f".save({str(path)!r})"
+    )
+    subprocess.run([sys.executable, "-c", make], check=True)
+    read = f"from latentstitch._core.persist import load; print(type(load({str(path)!r})).__name__)"
+    shown = subprocess.run([sys.executable, "-c", read], check=True, capture_output=True, text=True).stdout
+    assert shown.strip() == "GeneralizedProcrustes"

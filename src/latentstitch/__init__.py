@@ -45,7 +45,7 @@ _LAZY = {
         ],
         "latentstitch.relative",
     ),
-    **dict.fromkeys(["cka", "compare", "pairwise"], "latentstitch.similarity"),
+    **dict.fromkeys(["cka", "compare", "pairwise", "pairwise_test"], "latentstitch.similarity"),
     **dict.fromkeys(
         ["LatentTranslator", "LeastSquares", "Procrustes", "ReducedRank", "SparseLasso"], "latentstitch.stitching"
     ),
@@ -63,7 +63,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, imported eagerl
         relative_projection,
         select_anchors,
     )
-    from latentstitch.similarity import cka, compare, pairwise
+    from latentstitch.similarity import cka, compare, pairwise, pairwise_test
     from latentstitch.stitching import LatentTranslator, LeastSquares, Procrustes, ReducedRank, SparseLasso
 
 
@@ -100,6 +100,7 @@ __all__ = [
     "compare",
     "invariance",
     "pairwise",
+    "pairwise_test",
     "relative",
     "relative_projection",
     "select_anchors",

@@ -20,6 +20,7 @@ is wrong.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from collections.abc import Callable
@@ -233,7 +234,21 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     return header, tensors
 
 
+#: The packages that define persistable estimators. A class registers itself when its module is imported; a file
+#: read before that package was imported (the package root imports lazily) finds it after these are imported by
+#: name. A plugin-style lookup: the core names them as strings and imports nothing above it at import time.
+ESTIMATOR_PACKAGES = (
+    "latentstitch.stitching",
+    "latentstitch.alignment",
+    "latentstitch.relative",
+    "latentstitch.bridge",
+)
+
+
 def _class_of(class_name: Any) -> type:
+    if isinstance(class_name, str) and class_name not in _CLASSES:
+        for package in ESTIMATOR_PACKAGES:
+            importlib.import_module(package)
     if not isinstance(class_name, str) or class_name not in _CLASSES:
         raise _Invalid(f"holds an unknown class {class_name!r}; loadable classes: {', '.join(sorted(_CLASSES))}")
     return _CLASSES[class_name]
