@@ -17,7 +17,7 @@ def _spec(name):
 
 
 def _route(bridge, name):
-    return next(row for row in bridge.routes_ if row["route"] == name)
+    return next(row for row in bridge.routes_ if row.route == name)
 
 
 def test_the_alignment_routes_are_registered_and_not_tried_by_auto():
@@ -31,9 +31,9 @@ def test_paired_alignment_routes_find_every_partner_of_a_rotated_scaled_shifted_
     bridge = Bridge(routes=list(PAIRED)).fit(source, target)
     for name in PAIRED:
         row = _route(bridge, name)
-        assert row["error"] is None, row["error"]
+        assert row.error is None, row.error
         # every one of these maps contains the truth (rotation + scale + shift): held-out partners are found
-        assert row["top1"][0] >= 0.95 and row["clearly_better"], (name, row["top1"])
+        assert row.top1[0] >= 0.95 and row.clearly_better, (name, row.top1)
     new = np.random.default_rng(seed + 100).normal(size=(20, source.shape[1])).astype(np.float32)
     error = np.linalg.norm(bridge.transform(new) - image(new), axis=1) / np.linalg.norm(image(new), axis=1)
     assert error.mean() < 0.1

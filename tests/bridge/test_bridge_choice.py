@@ -12,13 +12,14 @@ from hypothesis import strategies as st
 from synthetic_pairs import angle_preserving_per_class, rotated_scaled_shifted
 
 from latentstitch._core.moments import RankDeficiencyWarning
-from latentstitch.bridge import CLEAR_Z, Bridge, BridgeWarning, chance_mrr
+from latentstitch.bridge import CLEAR_Z, Bridge, BridgeWarning, RouteScore, chance_mrr
+from latentstitch.bridge._crossval import RouteResult, choose_route
 
 SEEDS = (0, 1, 2)
 
 
 def _route(bridge, name):
-    return next(row for row in bridge.routes_ if row["route"] == name)
+    return next(row for row in bridge.routes_ if row.route == name)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -39,9 +40,9 @@ def test_an_angle_preserving_nonlinear_map_picks_the_route_it_leaves_intact(seed
     source, target, _ = angle_preserving_per_class(seed)
     bridge = Bridge().fit(source, target)
     # cosine relative representations are exactly invariant to this map: perfect retrieval
-    assert _route(bridge, "relative")["mrr"][0] == pytest.approx(1.0)
-    best = max(row["mrr"][0] for row in bridge.routes_)
-    assert _route(bridge, bridge.route_)["mrr"][0] == best
+    assert _route(bridge, "relative").mrr[0] == pytest.approx(1.0)
+    best = max(row.mrr[0] for row in bridge.routes_)
+    assert _route(bridge, bridge.route_).mrr[0] == best
     # ... and the map is really non-linear: ridge least squares cannot follow it (measured R^2 0.68-0.81)
     assert _route(bridge, "ridge")["r2"][0] < 0.9
 
@@ -58,8 +59,8 @@ def test_shuffled_pairs_are_reported_as_no_better_than_chance_once_in_words(seed
     assert not bridge.reliable_
     for row in bridge.routes_:
         # under shuffled pairs the own partner's rank is uniform: z ~ N(0, 1); 3 is the documented bar
-        assert row["z"] < CLEAR_Z and not row["clearly_better"]
-        assert abs(row["mrr"][0] - chance_mrr(len(source) // 5)[0]) < 0.1
+        assert row.z < CLEAR_Z and not row.clearly_better
+        assert abs(row.mrr[0] - chance_mrr(len(source) // 5)[0]) < 0.1
 
 
 def test_a_head_makes_prediction_agreement_the_choice(rng):
@@ -70,10 +71,10 @@ def test_a_head_makes_prediction_agreement_the_choice(rng):
     bridge = Bridge(routes=["procrustes", "relative"]).fit(source, target, head=head.predict)
     assert bridge.criterion_ == "agreement"
     relative, procrustes = _route(bridge, "relative"), _route(bridge, "procrustes")
-    assert relative["agreement"][0] >= 0.95  # its LinearHead reproduces the head from exact relative vectors
-    assert bridge.route_ == max((relative, procrustes), key=lambda r: r["agreement"][0])["route"]
+    assert relative.agreement[0] >= 0.95  # its LinearHead reproduces the head from exact relative vectors
+    assert bridge.route_ == max((relative, procrustes), key=lambda r: r.agreement[0]).route
     scores = head.predict_proba  # a head giving one row of scores per vector works as well
-    assert Bridge(routes=["procrustes"]).fit(source, target, head=scores).routes_[0]["agreement"][0] > 0.5
+    assert Bridge(routes=["procrustes"]).fit(source, target, head=scores).routes_[0].agreement[0] > 0.5
 
 
 def test_rank_deficiency_is_said_once_in_words_not_per_fit(rng):
@@ -91,11 +92,11 @@ def test_rank_deficiency_is_said_once_in_words_not_per_fit(rng):
 def test_anchor_budget_scores_fewer_anchors_on_the_same_held_out_folds():
     source, target, _ = rotated_scaled_shifted(0, n=200)
     bridge = Bridge(routes=["procrustes", "relative_centered"], budget=(10, 40, 500)).fit(source, target)
-    assert [entry["anchors"] for entry in bridge.budget_] == [10, 40]  # 500 is not below the 160 per fold
+    assert [entry.anchors for entry in bridge.budget_] == [10, 40]  # 500 is not below the 160 per fold
     for entry in bridge.budget_:
-        assert set(entry) == {"anchors", "procrustes", "relative_centered"}
+        assert set(entry.to_dict()) == {"anchors", "procrustes", "relative_centered"}
     # more anchors never hurt much here: with 40 the routes are already near their full score
-    assert bridge.budget_[1]["procrustes"][0] >= 0.95
+    assert bridge.budget_[1].get("procrustes")[0] >= 0.95
     with pytest.raises(ValueError, match="budget: expected an integer >= 2"):
         Bridge(budget=(1,)).fit(source, target)
 
@@ -111,8 +112,8 @@ def test_relative_routes_scores_ignore_rotations_rescalings_and_with_centring_sh
     second = Bridge(routes=routes).fit(moved.astype(np.float32), target).routes_
     shifted = Bridge(routes=["relative_centered"]).fit(source + np.float32(shift), target).routes_
     for a, b in zip(first, second, strict=True):
-        assert a["mrr"][0] == pytest.approx(b["mrr"][0], abs=1e-6) and a["top1"] == pytest.approx(b["top1"], abs=1e-6)
-    assert shifted[0]["mrr"][0] == pytest.approx(first[1]["mrr"][0], abs=1e-6)
+        assert a.mrr[0] == pytest.approx(b.mrr[0], abs=1e-6) and a.top1 == pytest.approx(b.top1, abs=1e-6)
+    assert shifted[0].mrr[0] == pytest.approx(first[1].mrr[0], abs=1e-6)
 
 
 def _misses(*items, n=100):
@@ -120,34 +121,24 @@ def _misses(*items, n=100):
     return np.asarray([0.5 if i in items else 1.0 for i in range(n)])
 
 
-def _row(route, family, ranks, r2=None):
-    return {
-        "route": route,
-        "family": family,
-        "error": None,
-        "clearly_better": True,
-        "mrr": [float(ranks.mean()), 0.0],
-        "r2": None if r2 is None else [r2, 0.0],
-    }
+def _result(route, family, ranks, r2=None):
+    score = RouteScore(route, family, "", clearly_better=True, mrr=(float(ranks.mean()), 0.0))
+    score.r2 = None if r2 is None else (r2, 0.0)
+    return RouteResult(score, ranks)
 
 
 def test_the_rule_keeps_translation_unless_relative_finds_partners_clearly_better():
-    from latentstitch.bridge._crossval import choose_route
-
-    per_item = {"ridge": _misses(1, 2, 3, 4, 5, 6), "procrustes_scaled": _misses(1, 2), "relative_robust": _misses(7)}
-    rows = [
-        _row("ridge", "translation", per_item["ridge"], r2=0.6),
-        _row("procrustes_scaled", "translation", per_item["procrustes_scaled"], r2=0.4),
-        _row("relative_robust", "relative", per_item["relative_robust"]),
+    results = [
+        _result("ridge", "translation", _misses(1, 2, 3, 4, 5, 6), r2=0.6),
+        _result("procrustes_scaled", "translation", _misses(1, 2), r2=0.4),
+        _result("relative_robust", "relative", _misses(7)),
     ]
     # relative gains 0.005 per anchor on average, about 1 standard error: translation, ranked by held-out R^2
-    assert choose_route(rows, "label-free", per_item)[0]["route"] == "ridge"
+    assert choose_route(results, "label-free")[0].route == "ridge"
     # a relative route that finds every partner where the best translation misses 20 of 100: clearly better
-    per_item["procrustes_scaled"] = _misses(*range(20))
-    per_item["relative"] = _misses()
-    rows[1]["mrr"][0] = float(per_item["procrustes_scaled"].mean())
-    rows.append(_row("relative", "relative", per_item["relative"]))
-    assert choose_route(rows, "label-free", per_item)[0]["route"] == "relative"
+    results[1] = _result("procrustes_scaled", "translation", _misses(*range(20)), r2=0.4)
+    results.append(_result("relative", "relative", _misses()))
+    assert choose_route(results, "label-free")[0].route == "relative"
 
 
 def test_within_translation_the_closest_to_the_target_vectors_wins(rng):
@@ -156,5 +147,5 @@ def test_within_translation_the_closest_to_the_target_vectors_wins(rng):
     target = (source * stretch) @ np.linalg.qr(rng.normal(size=(16, 16)))[0].astype(np.float32)
     target += 0.05 * rng.normal(size=target.shape).astype(np.float32)
     bridge = Bridge(routes=["procrustes_scaled", "ridge"]).fit(source, target)
-    rows = {row["route"]: row for row in bridge.routes_}
-    assert bridge.route_ == "ridge" and rows["ridge"]["r2"][0] > rows["procrustes_scaled"]["r2"][0]
+    rows = {row.route: row for row in bridge.routes_}
+    assert bridge.route_ == "ridge" and rows["ridge"].r2[0] > rows["procrustes_scaled"].r2[0]

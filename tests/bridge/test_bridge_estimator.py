@@ -84,7 +84,7 @@ def test_registering_a_route_is_one_line():
     register_route("strong_ridge", lambda: LatentTranslator(LeastSquares(ridge=0.5, ridge_units="relative")))
     try:
         bridge = Bridge(routes=["procrustes", "strong_ridge"]).fit(source, target)
-        assert {row["route"] for row in bridge.routes_} == {"procrustes", "strong_ridge"}
+        assert {row.route for row in bridge.routes_} == {"procrustes", "strong_ridge"}
         with pytest.raises(ValueError, match="already registered"):
             register_route("strong_ridge", LatentTranslator)
     finally:
@@ -100,8 +100,8 @@ def test_a_route_that_cannot_be_fitted_is_reported_not_fatal():
         bridge = Bridge(routes=["procrustes", "broken"]).fit(source, target)
     finally:
         ROUTES.pop("broken")
-    broken = next(row for row in bridge.routes_ if row["route"] == "broken")
-    assert "unknown similarity" in broken["error"] and bridge.route_ == "procrustes"
+    broken = next(row for row in bridge.routes_ if row.route == "broken")
+    assert "unknown similarity" in broken.error and bridge.route_ == "procrustes"
     assert any("broken could not be fitted" in note for note in bridge.notes_)
 
 

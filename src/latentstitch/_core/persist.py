@@ -20,6 +20,7 @@ is wrong.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -56,6 +57,10 @@ class Persistable:
     """
 
     _persist_registered: ClassVar[bool] = True
+
+    #: learned name -> the function that rebuilds its typed value (results as dataclasses with ``to_dict``) from
+    #: the JSON form it is saved in.
+    _learned_types: ClassVar[dict[str, Callable[[Any], Any]]] = {}
 
     def __init_subclass__(cls, abstract: bool = False, **kwargs: Any) -> None:
         """Register the class for ``load`` by name, unless it is private or an ``abstract=True`` base class."""
@@ -98,6 +103,8 @@ def _plain(value: Any, name: str) -> Any:
         return value if np.isfinite(value) else {"float": str(value)}  # JSON has no NaN/inf
     if isinstance(value, (tuple, list)):
         return [_plain(v, name) for v in value]
+    if dataclasses.is_dataclass(value) and hasattr(value, "to_dict"):  # a typed result: saved as its JSON form
+        return _plain(value.to_dict(), name)
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"dict": {k: _plain(v, f"{name}[{k!r}]") for k, v in value.items()}}
     raise TypeError(f"{name}: cannot save a value of type {type(value).__name__}")
@@ -326,6 +333,8 @@ def _restore(estimator: BaseEstimator, learned: dict[str, Any], prefix: str, ten
             _check_consistent(value, key)
         else:
             value = _unplain(item["value"])
+            typed = getattr(type(estimator), "_learned_types", {}).get(name)
+            value = value if typed is None else typed(value)
         setattr(estimator, name, value)
 
 

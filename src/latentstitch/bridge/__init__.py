@@ -2,7 +2,8 @@
 
 ``Bridge().fit(source, target)`` takes parallel anchors (the same items embedded by the new model, ``source``, and
 by the old one, ``target``), tries every route of ``ROUTES`` by k-fold cross-validation on the anchors, chooses one
-without labels (``Bridge.selection_rule()``) and reports every score with its spread over folds (``routes_``).
+without labels (``Bridge.selection_rule()``) and reports every score with its spread over folds (``routes_``, one
+``RouteScore`` per route; ``budget_``, one ``BudgetRow`` per anchor count).
 ``transform(new_source)`` then returns what the old model's consumer reads. Two families of route:
 
 - **translation** into the target's absolute space (ridge least squares with the ridge chosen by cross-validation,
@@ -19,6 +20,7 @@ from latentstitch.bridge._bridge import CLEAR_Z, MIN_PER_FOLD, SELECTION_RULE, B
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._relative import RelativeRoute
 from latentstitch.bridge._report import bridge_report, route_table
+from latentstitch.bridge._results import BudgetRow, RouteScore
 from latentstitch.bridge._routes import FAMILIES, ROUTES, RouteSpec, get_route, register_route, resolve_routes
 from latentstitch.bridge._scores import SCORES, chance_mrr, pair_scores
 
@@ -31,8 +33,10 @@ __all__ = [
     "SELECTION_RULE",
     "Bridge",
     "BridgeWarning",
+    "BudgetRow",
     "LinearHead",
     "RelativeRoute",
+    "RouteScore",
     "RouteSpec",
     "bridge_report",
     "chance_mrr",

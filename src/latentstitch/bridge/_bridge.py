@@ -5,29 +5,34 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
-import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, take_rows
-from latentstitch._core.folds import kfold, training_rows
+from latentstitch._core.folds import kfold
 from latentstitch._core.moments import RankDeficiencyWarning
-from latentstitch._core.params import check_positive_int, check_seed
+from latentstitch._core.params import Rule, check_positive_int, check_seed, rule
 from latentstitch._core.persist import Persistable
 from latentstitch._core.progress import progress_bar
 from latentstitch.bridge._crossval import (
     CLEAR_Z,
     MIN_PER_FOLD,
+    Anchors,
+    RouteResult,
+    anchor_budget,
+    budget_counts,
     choose_route,
     cross_validate_route,
     matched_order,
     pass_through,
+    usable_counts,
 )
 from latentstitch.bridge._head import LinearHead
-from latentstitch.bridge._routes import get_route, resolve_routes
+from latentstitch.bridge._results import BudgetRow, budget_rows, route_scores
+from latentstitch.bridge._routes import RouteSpec, get_route, resolve_routes
 from latentstitch.bridge._scores import predictions
 from latentstitch.distributed._arrays import is_dask_array, map_rows
 
@@ -47,6 +52,23 @@ _HEAD_RULE = (
     "The highest mean held-out prediction agreement with the head, over both families (ties: the higher MRR, then "
     "the order of the route list)."
 )
+
+
+#: Warnings a bridge's cross-validation expects from its fits: counted and said once in words, not shown per fit.
+_EXPECTED = (RankDeficiencyWarning, ConvergenceWarning)
+
+
+def check_routes(routes: Any, name: str = "routes") -> list[RouteSpec]:
+    """``routes`` names known routes (``resolve_routes``)."""
+    return resolve_routes(routes)
+
+
+def _fit_quietly(spec: RouteSpec, source: Any, target: Any) -> Any:
+    """The chosen route fitted on all the anchors (its rank deficiency was said while cross-validating)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RankDeficiencyWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return spec.build().fit(source, target)
 
 
 class BridgeWarning(UserWarning):
@@ -97,19 +119,20 @@ class Bridge(Persistable, BaseEstimator):
         The chosen route. ``family_``: its family.
     estimator_ : estimator
         The chosen route fitted on all the anchors.
-    routes_ : list of dict
-        One row per route tried: family, description, each score's [mean, std] over folds ("top1", "mrr",
-        "cosine", "r2", "agreement"), the same for shuffled pairs ("shuffled_mrr", ...), "z" (pooled MRR above
-        chance, in standard errors), "clearly_better", "seconds", "error" (a route that failed to fit).
+    routes_ : list of RouteScore
+        One row per route tried: family, description, each score's (mean, std) over folds (``top1``, ``mrr``,
+        ``cosine``, ``r2``, ``agreement``), the same for shuffled pairs (``shuffled_mrr``, ...), ``z`` (pooled MRR
+        above chance, in standard errors), ``clearly_better``, ``seconds``, ``error`` (a route that failed to fit),
+        ``chosen``. ``row.to_dict()`` is its JSON form (``row["mrr"]`` also reads a field).
     reliable_ : bool
         Whether the chosen route is clearly better than shuffled pairs.
     criterion_ : str
         How the route was chosen: "label-free" (``SELECTION_RULE``) or "agreement" (with a head).
     notes_ : list of str
         What was said while fitting (rank deficiency, reliability), in words.
-    budget_ : list of dict or None
-        One row per anchor count: {"anchors", route name -> [mean, std] of the held-out MRR (or, with a head,
-        prediction agreement)}.
+    budget_ : list of BudgetRow or None
+        One row per anchor count: ``anchors``, and ``scores``: route name -> (mean, std) of the held-out MRR (or,
+        with a head, prediction agreement); ``row.to_dict()`` is ``{"anchors": n, route: [mean, std], ...}``.
     n_anchors_, n_features_source_, n_features_target_ : int
 
     Examples
@@ -117,6 +140,14 @@ class Bridge(Persistable, BaseEstimator):
     >>> bridge = Bridge().fit(new_model_anchor_vectors, old_model_anchor_vectors)   # doctest: +SKIP
     >>> old_head(bridge.transform(new_model_vectors))                             # a translation route
     """
+
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "routes": rule(check_routes),
+        "cv": rule(check_positive_int, minimum=2),
+        "seed": rule(check_seed),
+        "budget": rule(budget_counts),
+    }
+    _learned_types: ClassVar[dict[str, Callable[[Any], Any]]] = {"routes_": route_scores, "budget_": budget_rows}
 
     def __init__(
         self, routes: str | Sequence[str] = "auto", cv: int = 5, seed: int = 0, budget: Sequence[int] | None = None
@@ -155,11 +186,17 @@ class Bridge(Persistable, BaseEstimator):
             Show a progress bar over the route fits.
         """
         self._check_params()
-        specs = resolve_routes(self.routes)
-        cv = check_positive_int(self.cv, "cv", minimum=2)
+        anchors = self._anchors(source, target, head, source_ids, target_ids)
+        results, budget, unconverged = self._cross_validate(resolve_routes(self.routes), anchors, progress)
+        self._choose(results, budget, anchors)
+        self._say(results, anchors, unconverged)
+        self.estimator_ = _fit_quietly(get_route(self.route_), anchors.source, anchors.target)
+        return self
+
+    def _anchors(self, source, target, head, source_ids, target_ids) -> Anchors:
+        """The checked anchor pairs (target rows matched to the source's by id when ids are given) and their folds."""
         if (source_ids is None) != (target_ids is None):
             raise ValueError("source_ids, target_ids: give both to match rows by id, or neither to pair them by order")
-        counts = self._budget_counts()
         s = as_float_tensor(source, "source", ndim=2, min_rows=1)
         t = as_float_tensor(target, "target", ndim=2, min_rows=1)
         if source_ids is not None:
@@ -168,110 +205,68 @@ class Bridge(Persistable, BaseEstimator):
         check_same_rows(s, t, "source", "target")
         if s.device != t.device:
             raise ValueError(f"source is on device {s.device} but target is on {t.device}; move them to one device")
-        n = s.shape[0]
-        parts = kfold(n, cv, self.seed, name="cv", min_rows=MIN_PER_FOLD)
+        self.n_anchors_ = s.shape[0]
+        self.n_features_source_, self.n_features_target_ = s.shape[1], t.shape[1]
+        parts = kfold(self.n_anchors_, self.cv, self.seed, name="cv", min_rows=MIN_PER_FOLD)
         reference = None if head is None else predictions(head, target)
+        return Anchors(source, target, parts, self.seed, head, reference)
 
-        self.notes_ = []
-        deficient: dict[str, int] = {}
-        fits = len(specs) * cv * (1 + len([c for c in counts if c < n - max(map(len, parts))]))
+    def _cross_validate(
+        self, specs: list[RouteSpec], anchors: Anchors, progress: bool
+    ) -> tuple[list[RouteResult], list[BudgetRow] | None, int]:
+        """Every route's cross-validation and the anchor-budget advice; the warnings their fits are expected to
+        give (rank deficiency, heads that did not converge) are counted, not shown (their number is returned)."""
+        counts = budget_counts(self.budget)
+        fits = len(specs) * len(anchors.parts) * (1 + len(usable_counts(counts, anchors)))
         with progress_bar(progress) as bar, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RankDeficiencyWarning)
             warnings.simplefilter("always", ConvergenceWarning)
             task = None if bar is None else bar.add_task("bridge: cross-validating routes", total=fits)
+            advance = (lambda: None) if bar is None else (lambda: bar.advance(task))
+            results = [cross_validate_route(spec, anchors, advance=advance) for spec in specs]
+            budget = anchor_budget(specs, anchors, counts, advance)
+        pass_through([w for w in caught if not issubclass(w.category, _EXPECTED)])
+        return results, budget, sum(issubclass(w.category, ConvergenceWarning) for w in caught)
 
-            def advance():
-                if bar is not None:
-                    bar.advance(task)
-
-            per_item: dict[str, np.ndarray] = {}
-            rows = [
-                cross_validate_route(
-                    spec, source, target, parts, reference, self.seed, head, deficient, advance, per_item=per_item
-                )
-                for spec in specs
-            ]
-            budget = self._anchor_budget(specs, source, target, parts, reference, head, counts, advance)
-        pass_through([w for w in caught if not issubclass(w.category, (RankDeficiencyWarning, ConvergenceWarning))])
-        self.criterion_ = "agreement" if head is not None else "label-free"
-        chosen, reliable = choose_route(rows, "agreement" if head is not None else "label-free", per_item)
-        for row in rows:
-            row["chosen"] = row["route"] == chosen["route"]
-        self.routes_ = rows
-        self.route_ = chosen["route"]
-        self.family_ = chosen["family"]
-        self.reliable_ = reliable
+    def _choose(self, results: list[RouteResult], budget: list[BudgetRow] | None, anchors: Anchors) -> None:
+        self.notes_ = []
+        self.criterion_ = "agreement" if anchors.head is not None else "label-free"
+        chosen, self.reliable_ = choose_route(results, anchors.primary)
+        self.routes_ = [result.score for result in results]
+        for row in self.routes_:
+            row.chosen = row.route == chosen.route
+        self.route_, self.family_ = chosen.route, chosen.family
         self.budget_ = budget
-        self.n_anchors_ = n
-        self.n_features_source_, self.n_features_target_ = s.shape[1], t.shape[1]
-        self._say(rows, deficient, n, parts, s.shape[1], t.shape[1], caught)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RankDeficiencyWarning)
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            self.estimator_ = get_route(self.route_).build().fit(source, target)
-        return self
 
-    def _check_params(self) -> None:
-        resolve_routes(self.routes)
-        check_positive_int(self.cv, "cv", minimum=2)
-        check_seed(self.seed)
-        self._budget_counts()
-
-    def _budget_counts(self) -> list[int]:
-        if self.budget is None:
-            return []
-        if isinstance(self.budget, (str, bytes)) or not hasattr(self.budget, "__iter__"):
-            raise TypeError(f"budget: expected a sequence of anchor counts, got {self.budget!r}")
-        return sorted({check_positive_int(c, "budget", minimum=2) for c in self.budget})
-
-    def _anchor_budget(self, specs, source, target, parts, reference, head, counts, advance) -> list[dict] | None:
-        if not counts:
-            return None
-        n_train = len(source) - max(map(len, parts))
-        usable = [c for c in counts if c < n_train]
-        rng = np.random.default_rng(self.seed + 1)
-        out = []
-        for count in usable:
-            subsets = [rng.choice(training_rows(parts, k), size=count, replace=False) for k in range(len(parts))]
-            entry: dict[str, Any] = {"anchors": count}
-            for spec in specs:
-                row = cross_validate_route(
-                    spec, source, target, parts, reference, self.seed, head, {}, advance, subsets
-                )
-                entry[spec.name] = row.get("agreement" if head is not None else "mrr")  # comparable down a column
-            out.append(entry)
-        return out
-
-    def _say(self, rows, deficient, n, parts, p, q, caught) -> None:
+    def _say(self, results: list[RouteResult], anchors: Anchors, unconverged: int) -> None:
         """Everything worth saying about the fit, once, in words: in ``notes_`` and one ``BridgeWarning``."""
         warn = []
-        n_train = n - max(map(len, parts))
+        deficient = {r.score.route: r.rank_deficient for r in results if r.rank_deficient}
         if deficient:
             names = ", ".join(f"{name} ({count} fits)" for name, count in deficient.items())
             self.notes_.append(
-                f"Rank deficiency while cross-validating: {names}. With about {n_train} training anchors per fold "
-                f"for {p} source / {q} target features, these maps are not unique and one optimum was used; "
-                "routes with a regularised or scale-free solution (ridge, relative) are not affected. More anchors "
-                "than features remove it."
+                f"Rank deficiency while cross-validating: {names}. With about {anchors.n_train} training anchors per "
+                f"fold for {self.n_features_source_} source / {self.n_features_target_} target features, these maps "
+                "are not unique and one optimum was used; routes with a regularised or scale-free solution (ridge, "
+                "relative) are not affected. More anchors than features remove it."
             )
             warn.append(self.notes_[-1])
-        failed = [r for r in rows if r["error"]]
-        for row in failed:
-            self.notes_.append(f"Route {row['route']} could not be fitted: {row['error']}")
+        for row in self.routes_:
+            if row.error:
+                self.notes_.append(f"Route {row.route} could not be fitted: {row.error}")
         if not self.reliable_:
-            best = max((r for r in rows if not r["error"]), key=lambda r: r["z"])
+            best = max((r for r in self.routes_ if not r.error), key=lambda r: r.z)
             self.notes_.append(
-                f"No route is clearly better than shuffled pairs: the best, {best['route']}, finds an anchor's own "
-                f"partner with MRR {best['mrr'][0]:.3f} against {best['chance_mrr']:.3f} for shuffled pairs "
-                f"({best['z']:.1f} standard errors above; {CLEAR_Z:g} needed). Check that the two files hold the "
+                f"No route is clearly better than shuffled pairs: the best, {best.route}, finds an anchor's own "
+                f"partner with MRR {best.mrr[0]:.3f} against {best.chance_mrr:.3f} for shuffled pairs "
+                f"({best.z:.1f} standard errors above; {CLEAR_Z:g} needed). Check that the two files hold the "
                 "same items in the same order (or match them by ids), or give more anchors. The bridge is kept "
                 "but is not reliable."
             )
             warn.append(self.notes_[-1])
-        converged = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
-        if converged:
+        if unconverged:
             self.notes_.append(
-                f"The linear heads that score relative routes with the head did not converge in {len(converged)} "
+                f"The linear heads that score relative routes with the head did not converge in {unconverged} "
                 "fits; their agreement may be slightly low."
             )
         if warn:
@@ -321,7 +316,7 @@ class Bridge(Persistable, BaseEstimator):
         return SELECTION_RULE.format(rule=_HEAD_RULE if self.criterion_ == "agreement" else _LABEL_FREE_RULE)
 
     def _check_loaded(self) -> None:
-        if self.route_ not in [row["route"] for row in self.routes_]:
+        if self.route_ not in [row.route for row in self.routes_]:
             raise ValueError(f"route_ {self.route_!r} is not in the route table")
         width = getattr(self.estimator_, "n_features_in_", None)
         if width is not None and width != self.n_features_source_:

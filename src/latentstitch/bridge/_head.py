@@ -7,13 +7,15 @@ the new model's vectors.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, to_numpy, wrap_like
-from latentstitch._core.params import check_positive, check_positive_int
+from latentstitch._core.params import Rule, check_positive, check_positive_int, rule
 from latentstitch._core.persist import Persistable
 from latentstitch.relative import StandardScaling
 
@@ -33,13 +35,14 @@ class LinearHead(Persistable, BaseEstimator):
     vectors; scores come back in the input's type, labels as a numpy array.
     """
 
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "C": rule(check_positive),
+        "max_iter": rule(check_positive_int),
+    }
+
     def __init__(self, C: float = 1.0, max_iter: int = 1000):
         self.C = C
         self.max_iter = max_iter
-
-    def _check_params(self) -> None:
-        check_positive(self.C, "C")
-        check_positive_int(self.max_iter, "max_iter")
 
     def fit(self, x: ArrayLike, labels: ArrayLike) -> LinearHead:
         from sklearn.linear_model import LogisticRegression

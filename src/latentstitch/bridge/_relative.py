@@ -6,17 +6,30 @@ relative vectors reads the source's relative vectors zero-shot (Moschella et al.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, wrap_like
-from latentstitch._core.params import check_bool
+from latentstitch._core.params import Rule, check_bool, rule
 from latentstitch._core.persist import Persistable
-from latentstitch.relative import RobustRelativeProjection, get_similarity, relative_projection
-from latentstitch.relative._transforms import SPREAD_FLOOR, check_spread_floor
+from latentstitch.relative import (
+    SPREAD_FLOOR,
+    RobustRelativeProjection,
+    check_spread_floor,
+    get_similarity,
+    relative_projection,
+)
 
 SIDES = ("source", "target")
+
+
+def check_similarity(value: object, name: str = "similarity") -> str:
+    """A registered similarity's name (``latentstitch.relative.SIMILARITIES``)."""
+    get_similarity(value)
+    return value
 
 
 class RelativeRoute(Persistable, BaseEstimator):
@@ -46,6 +59,13 @@ class RelativeRoute(Persistable, BaseEstimator):
     Learned: ``source_anchors_``, ``target_anchors_`` (of the fit inputs' types).
     """
 
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "similarity": rule(check_similarity),
+        "center": rule(check_bool),
+        "robust": rule(check_bool),
+        "spread_floor": rule(check_spread_floor),
+    }
+
     def __init__(
         self, similarity: str = "cosine", center: bool = False, robust: bool = False, spread_floor: float = SPREAD_FLOOR
     ):
@@ -53,12 +73,6 @@ class RelativeRoute(Persistable, BaseEstimator):
         self.center = center
         self.robust = robust
         self.spread_floor = spread_floor
-
-    def _check_params(self) -> None:
-        get_similarity(self.similarity)
-        check_bool(self.center, "center")
-        check_bool(self.robust, "robust")
-        check_spread_floor(self.spread_floor)
 
     def fit(self, source: ArrayLike, target: ArrayLike) -> RelativeRoute:
         self._check_params()

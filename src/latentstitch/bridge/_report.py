@@ -8,8 +8,23 @@ from typing import Any
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.tables import table
+from latentstitch.bridge._results import RouteScore, Spread
 
 _SCORE_COLUMNS = (("top1", "top-1"), ("mrr", "MRR"), ("cosine", "cosine"), ("r2", "R^2"))
+
+
+def chosen_row(bridge: Any) -> RouteScore:
+    """The route table's row of the chosen route."""
+    return next(row for row in bridge.routes_ if row.chosen)
+
+
+def _primary(bridge: Any) -> str:
+    return "agreement" if bridge.criterion_ == "agreement" else "mrr"
+
+
+def _cell(score: Spread | None) -> list[float] | None:
+    """A score as a table cell or JSON value: ``[mean, std]``."""
+    return None if score is None else [score[0], score[1]]
 
 
 def route_table(bridge: Any) -> dict[str, Any]:
@@ -21,12 +36,11 @@ def route_table(bridge: Any) -> dict[str, Any]:
     columns += ["MRR shuffled pairs", "z"]
     rows = []
     for row in bridge.routes_:
-        name = row["route"] + (" (chosen)" if row["chosen"] else " (failed)" if row["error"] else "")
-        cells = [name, row["family"], *(row[key] for key, _ in _SCORE_COLUMNS)]
-        cells += [row["agreement"]] if with_head else []
-        z = row["z"] if row["error"] is None else None
-        shuffled = None if row["shuffled_mrr"] is None else row["shuffled_mrr"][0]
-        cells += [shuffled, None if z is None else f"{z:.1f}"]
+        name = row.route + (" (chosen)" if row.chosen else " (failed)" if row.error else "")
+        cells = [name, row.family, *(_cell(row.score(key)) for key, _ in _SCORE_COLUMNS)]
+        cells += [_cell(row.agreement)] if with_head else []
+        shuffled = None if row.shuffled_mrr is None else row.shuffled_mrr[0]
+        cells += [shuffled, f"{row.z:.1f}" if row.fitted else None]
         rows.append(cells)
     folds = bridge.cv
     note = (
@@ -44,13 +58,13 @@ def budget_table(bridge: Any) -> dict[str, Any] | None:
     check_is_fitted(bridge, "routes_")
     if not bridge.budget_:
         return None
-    names = [row["route"] for row in bridge.routes_]
-    primary = "agreement" if bridge.criterion_ == "agreement" else "mrr"
-    rows = [[entry["anchors"], *(entry.get(name) for name in names)] for entry in bridge.budget_]
+    names = [row.route for row in bridge.routes_]
+    primary = _primary(bridge)
+    rows = [[entry.anchors, *(_cell(entry.get(name)) for name in names)] for entry in bridge.budget_]
     rows.append(
         [
             f"all ({bridge.n_anchors_ - bridge.n_anchors_ // bridge.cv} per fold)",
-            *(row[primary] for row in bridge.routes_),
+            *(_cell(row.score(primary)) for row in bridge.routes_),
         ]
     )
     return table(
@@ -66,13 +80,12 @@ def budget_advice(bridge: Any) -> str:
     """The smallest anchor count at which the chosen route keeps 95% of its score with all anchors, in words."""
     if not bridge.budget_:
         return ""
-    primary = "agreement" if bridge.criterion_ == "agreement" else "mrr"
-    full = next(row for row in bridge.routes_ if row["chosen"])[primary][0]
+    full = chosen_row(bridge).score(_primary(bridge))[0]
     for entry in bridge.budget_:
         value = entry.get(bridge.route_)
         if value is not None and full > 0 and value[0] >= 0.95 * full:
             return (
-                f"The chosen route ({bridge.route_}) keeps {value[0] / full:.0%} of its score with {entry['anchors']} "
+                f"The chosen route ({bridge.route_}) keeps {value[0] / full:.0%} of its score with {entry.anchors} "
                 "training anchors: that many parallel items are enough."
             )
     return (
@@ -89,7 +102,7 @@ def bridge_report(bridge: Any, **about: Any) -> dict[str, Any]:
     budget = budget_table(bridge)
     if budget is not None:
         tables.append(budget)
-    chosen = next(row for row in bridge.routes_ if row["chosen"])
+    chosen = chosen_row(bridge)
     return {
         "kind": "bridge",
         "title": f"Bridge: {bridge.n_features_source_}-d source -> {bridge.n_features_target_}-d target "
@@ -101,7 +114,7 @@ def bridge_report(bridge: Any, **about: Any) -> dict[str, Any]:
             "family": bridge.family_,
             "reliable": bridge.reliable_,
             "criterion": bridge.criterion_,
-            "scores": {key: chosen[key] for key in ("top1", "mrr", "cosine", "r2", "agreement")},
+            "scores": {key: _cell(chosen.score(key)) for key in ("top1", "mrr", "cosine", "r2", "agreement")},
         },
         "selection_rule": bridge.selection_rule(),
         **about,
@@ -109,17 +122,17 @@ def bridge_report(bridge: Any, **about: Any) -> dict[str, Any]:
 
 
 def choice_sentence(bridge: Any) -> str:
-    chosen = next(row for row in bridge.routes_ if row["chosen"])
+    chosen = chosen_row(bridge)
     consumer = (
         "the old model's head or index reads the bridged vectors as they are"
         if bridge.family_ == "translation"
         else "train the consumer once on the target's relative vectors (Bridge.fit_head), then it reads the "
         "bridged vectors"
     )
-    scores = f"held-out top-1 {chosen['top1'][0]:.3f}, MRR {chosen['mrr'][0]:.3f}"
-    if chosen["r2"] is not None:
-        scores += f", R^2 {chosen['r2'][0]:.3f}"
-    if chosen["agreement"] is not None:
-        scores += f", head agreement {chosen['agreement'][0]:.3f}"
+    scores = f"held-out top-1 {chosen.top1[0]:.3f}, MRR {chosen.mrr[0]:.3f}"
+    if chosen.r2 is not None:
+        scores += f", R^2 {chosen.r2[0]:.3f}"
+    if chosen.agreement is not None:
+        scores += f", head agreement {chosen.agreement[0]:.3f}"
     warning = "" if bridge.reliable_ else ", NOT clearly better than shuffled pairs"
     return f"Chosen: {bridge.route_} ({bridge.family_}; {scores}){warning}: {consumer}."

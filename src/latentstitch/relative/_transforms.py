@@ -7,13 +7,15 @@ them to samples and anchors alike before a relative projection.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, match_reference, wrap_like
 from latentstitch._core.numerics import unit_rows
-from latentstitch._core.params import check_nonnegative, check_positive
+from latentstitch._core.params import Rule, check_nonnegative, check_positive, optional, rule
 from latentstitch._core.persist import Persistable
 
 #: Default floor of a per-feature spread, relative to the largest spread of the same data: every standardisation
@@ -119,17 +121,15 @@ class StandardScaling(_AnchorFittedTransform):
     Learned: ``mean_``, ``scale_`` (of the fit input's type).
     """
 
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {"spread_floor": rule(check_spread_floor)}
+
     def __init__(self, spread_floor: float = SPREAD_FLOOR):
         self.spread_floor = spread_floor
 
-    def _check_params(self) -> None:
-        check_spread_floor(self.spread_floor)
-
     def fit(self, anchors: ArrayLike, y: object = None) -> StandardScaling:
         t = self._start_fit(anchors)  # checks the parameters
-        floor = check_spread_floor(self.spread_floor)
         self.mean_ = wrap_like(t.mean(dim=0), anchors)
-        self.scale_ = wrap_like(floored_spread(_spread(t), floor).to(t.dtype), anchors)
+        self.scale_ = wrap_like(floored_spread(_spread(t), float(self.spread_floor)).to(t.dtype), anchors)
         return self
 
     def transform(self, x: ArrayLike) -> ArrayLike:
@@ -147,12 +147,10 @@ class L2Normalization(_AnchorFittedTransform):
     Zero vectors raise an error unless ``eps`` is given, in which case norms are clamped to at least ``eps``.
     """
 
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {"eps": optional(check_positive)}
+
     def __init__(self, eps: float | None = None):
         self.eps = eps
-
-    def _check_params(self) -> None:
-        if self.eps is not None:
-            check_positive(self.eps, "eps")
 
     def fit(self, anchors: ArrayLike, y: object = None) -> L2Normalization:
         self._start_fit(anchors)
