@@ -1,8 +1,10 @@
-"""One seeded training loop for every model of the library: classifiers, autoencoders, heads and graph networks."""
+"""One seeded training loop for every model of the library: classifiers, autoencoders, heads and graph networks.
+
+``fit`` checks what it is told (``Optimisation``, ``RunOutputs``), then runs ``train_epoch`` once per epoch and
+keeps each epoch's record (log, checkpoint, callback)."""
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -12,16 +14,17 @@ from typing import Any
 import torch
 from torch import nn
 
-from latentstitch._core.params import check_positive, check_positive_int, check_seed
 from latentstitch._core.progress import progress_bar
 from latentstitch.training._checkpoint import save_checkpoint
+from latentstitch.training._settings import Optimisation, RunOutputs, Stepper
 
 LossOutput = torch.Tensor | Mapping[str, Any] | None
+LossFunction = Callable[[nn.Module, Any], LossOutput]
 
 
 def fit(
     model: nn.Module,
-    loss_fn: Callable[[nn.Module, Any], LossOutput],
+    loss_fn: LossFunction,
     batches: Iterable,
     *,
     epochs: int,
@@ -88,107 +91,100 @@ def fit(
         of ``loss`` and of every other metric ``loss_fn`` returned, weighted by batch size (the length of the
         batch's first tensor; 1 for other batches). Forward-only batches are not counted.
     """
-    epochs = check_positive_int(epochs, "epochs", minimum=0)
-    accumulate = check_positive_int(accumulate, "accumulate")
     if not callable(loss_fn):
         raise TypeError(f"loss_fn: expected a function (model, batch) -> loss, got {loss_fn!r}")
     if not isinstance(batches, Iterable) or isinstance(batches, (str, bytes)):
         raise TypeError(f"batches: expected a re-iterable collection of batches, got {type(batches).__name__}")
-    lr = check_positive(lr, "lr")
-    if grad_clip is not None:
-        grad_clip = check_positive(grad_clip, "grad_clip")
-    seed = check_seed(seed, allow_none=True)
-    if checkpoint_every is not None:
-        checkpoint_every = check_positive_int(checkpoint_every, "checkpoint_every")
-    # Where results go is checked before any training, not after the first epoch.
-    if checkpoint_dir is not None:
-        _writable_folder(Path(checkpoint_dir), "checkpoint_dir")
-    log_file = Path(log_path) if log_path is not None else None
-    if log_file is not None:
-        _writable_folder(log_file.parent, "log_path")
-    if seed is not None:
-        torch.manual_seed(seed)
+    options = Optimisation.checked(epochs=epochs, lr=lr, seed=seed, grad_clip=grad_clip, accumulate=accumulate)
+    outputs = RunOutputs.checked(checkpoint_dir, checkpoint_every, log_path, on_epoch)
+    if options.seed is not None:
+        torch.manual_seed(options.seed)
     if optimizer is None:
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-
+        optimizer = torch.optim.Adam(model.parameters(), lr=options.lr)
+    stepper = Stepper(model, optimizer, scheduler, options.grad_clip)
     history: list[dict[str, float]] = []
-    step = 0
     with progress_bar(progress) as bar:
-        task = None
-        if bar is not None:
-            total = epochs * len(batches) if hasattr(batches, "__len__") else None
-            task = bar.add_task(description, total=total)
-        for epoch in range(epochs):
+        show = _progress(bar, description, options.epochs, batches)
+        for epoch in range(options.epochs):
             started = time.perf_counter()
-            model.train()
-            totals: dict[str, float] = {}
-            weight = 0.0
-            pending = False
-            optimizer.zero_grad()
-            index = -1
-            for index, batch in enumerate(batches):
-                output = loss_fn(model, batch)
-                if output is not None:
-                    loss, metrics = _split_output(output)
-                    if not torch.isfinite(loss.detach()):
-                        raise FloatingPointError(f"loss is {loss.item()} at epoch {epoch}, batch {index}")
-                    (loss / accumulate).backward()
-                    pending = True
-                    size = _batch_size(batch)
-                    weight += size
-                    for name, value in metrics.items():
-                        totals[name] = totals.get(name, 0.0) + value * size
-                if (index + 1) % accumulate == 0 and pending:
-                    step += _optimizer_step(model, optimizer, scheduler, grad_clip)
-                    pending = False
-                if bar is not None:
-                    shown = f"{description} epoch {epoch + 1}/{epochs}"
-                    if weight:
-                        shown += f" loss {totals['loss'] / weight:.4g}"
-                    bar.update(task, advance=1, description=shown)
-            if pending:
-                step += _optimizer_step(model, optimizer, scheduler, grad_clip)
-            if index < 0:
-                raise ValueError(f"batches: yielded no batch in epoch {epoch}; nothing was trained")
-            record: dict[str, float] = {"epoch": epoch, "step": step}
-            record.update({name: total / weight for name, total in totals.items()} if weight else {"loss": math.nan})
-            record["lr"] = optimizer.param_groups[0]["lr"]
-            if evaluate is not None:
-                model.eval()
-                with torch.no_grad():
-                    record.update({name: float(value) for name, value in evaluate(model).items()})
+            means = train_epoch(model, loss_fn, batches, stepper, options.accumulate, epoch, show)
+            record = {"epoch": epoch, "step": stepper.steps, **means, "lr": optimizer.param_groups[0]["lr"]}
+            record.update(_evaluation(model, evaluate))
             record["seconds"] = round(time.perf_counter() - started, 3)
             history.append(record)
-            if log_file is not None:
-                with log_file.open("a") as handle:
-                    handle.write(json.dumps(record) + "\n")
-            last = epoch == epochs - 1
-            if checkpoint_dir is not None and (last or (checkpoint_every and (epoch + 1) % checkpoint_every == 0)):
-                metadata = {"epoch": epoch, "step": step, "seed": seed, "history": history}
-                save_checkpoint(checkpoint_dir, model, optimizer, metadata)
-            if on_epoch is not None:
-                on_epoch(epoch, record)
+
+            def checkpoint(folder: Path, epoch: int = epoch) -> None:
+                metadata = {"epoch": epoch, "step": stepper.steps, "seed": options.seed, "history": history}
+                save_checkpoint(folder, model, optimizer, metadata)
+
+            outputs.after_epoch(record, last=epoch == options.epochs - 1, checkpoint=checkpoint)
     model.eval()
     return history
 
 
-def _writable_folder(folder: Path, name: str) -> None:
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"{name}: {str(folder)!r} exists and is not a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ValueError(f"{name}: cannot create the folder {str(folder)!r} ({error.strerror or error})") from None
+def train_epoch(
+    model: nn.Module,
+    loss_fn: LossFunction,
+    batches: Iterable,
+    step: Stepper,
+    accumulate: int,
+    epoch: int,
+    show: Callable[[int, dict[str, float], float], None] | None = None,
+) -> dict[str, float]:
+    """One pass over ``batches`` in train mode, an optimiser step every ``accumulate`` batches (and after a partial
+    window at the end); the batch-size-weighted mean of every metric (``{"loss": nan}`` when every batch was
+    forward-only). ``show(epoch, totals, weight)`` after every batch."""
+    model.train()
+    totals: dict[str, float] = {}
+    weight = 0.0
+    pending = False
+    step.optimizer.zero_grad()
+    index = -1
+    for index, batch in enumerate(batches):
+        output = loss_fn(model, batch)
+        if output is not None:
+            loss, metrics = _split_output(output)
+            if not torch.isfinite(loss.detach()):
+                raise FloatingPointError(f"loss is {loss.item()} at epoch {epoch}, batch {index}")
+            (loss / accumulate).backward()
+            pending = True
+            size = _batch_size(batch)
+            weight += size
+            for name, value in metrics.items():
+                totals[name] = totals.get(name, 0.0) + value * size
+        if (index + 1) % accumulate == 0 and pending:
+            step()
+            pending = False
+        if show is not None:
+            show(epoch, totals, weight)
+    if pending:
+        step()
+    if index < 0:
+        raise ValueError(f"batches: yielded no batch in epoch {epoch}; nothing was trained")
+    return {name: total / weight for name, total in totals.items()} if weight else {"loss": math.nan}
 
 
-def _optimizer_step(model: nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any, grad_clip: float | None):
-    if grad_clip is not None:
-        nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-    optimizer.step()
-    optimizer.zero_grad()
-    if scheduler is not None:
-        scheduler.step()
-    return 1
+def _progress(bar: Any, description: str, epochs: int, batches: Iterable) -> Callable | None:
+    """What ``train_epoch`` calls after every batch to advance the bar with the running loss (None: no bar)."""
+    if bar is None:
+        return None
+    task = bar.add_task(description, total=epochs * len(batches) if hasattr(batches, "__len__") else None)
+
+    def show(epoch: int, totals: dict[str, float], weight: float) -> None:
+        shown = f"{description} epoch {epoch + 1}/{epochs}"
+        if weight:
+            shown += f" loss {totals['loss'] / weight:.4g}"
+        bar.update(task, advance=1, description=shown)
+
+    return show
+
+
+def _evaluation(model: nn.Module, evaluate: Callable[[nn.Module], Mapping[str, float]] | None) -> dict[str, float]:
+    if evaluate is None:
+        return {}
+    model.eval()
+    with torch.no_grad():
+        return {name: float(value) for name, value in evaluate(model).items()}
 
 
 def _split_output(output: torch.Tensor | Mapping[str, Any]) -> tuple[torch.Tensor, dict[str, float]]:
