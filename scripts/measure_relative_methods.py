@@ -47,11 +47,11 @@ from latentstitch.models import stitching_head
 from latentstitch.relative import (
     LearnedAnchors,
     ProductOfInvariances,
-    anchor_study,
     multilayer_relative_projection,
     product_of_invariances,
     select_anchors,
 )
+from latentstitch.training import anchor_study
 
 TEXT_ENCODERS = ("minilm-l6", "paraphrase-minilm-l3", "use-m3", "e5-small")
 VISION_ENCODERS = ("efficientnet-lite0", "efficientnet-lite1")

@@ -7,7 +7,8 @@ from sklearn.cluster import KMeans
 
 from latentstitch import relative_projection
 from latentstitch.invariance import INVERTIBLE_LINEAR, ORTHOGONAL, random_transform
-from latentstitch.relative import STUDY_STRATEGIES, LearnedAnchors, anchor_study, fit_prototypes
+from latentstitch.relative import LearnedAnchors, fit_prototypes
+from latentstitch.training import STUDY_STRATEGIES, anchor_study
 
 
 def test_starts_at_the_kmeans_centroids(rng):

@@ -3,13 +3,14 @@
 Moschella et al., "Relative representations enable zero-shot latent space communication", ICLR 2023; the robust
 variant from García-Castellanos et al., arXiv 2409.10967; the product of invariances (Cannistraci et al., ICLR
 2024); geodesic and whitened similarities, ASIF sparsification (``top_k``/``power``), learned prototype anchors,
-multi-layer relative representations and anchor studies.
+multi-layer relative representations. Anchor studies (``anchor_study``) train classifiers, so they live in
+``latentstitch.training``.
 """
 
 # Importing these modules registers the "geodesic" and "whitened" similarities.
 from latentstitch._core.errors import ZeroNormError
 from latentstitch.relative import _geodesic, _whitened  # noqa: F401
-from latentstitch.relative._aggregation import AGGREGATIONS, SpaceAggregation, aggregate_spaces
+from latentstitch.relative._aggregation import AGGREGATIONS, SpaceAggregation, aggregate_spaces, standardize_rows
 from latentstitch.relative._anchors import STRATEGIES, select_anchors
 from latentstitch.relative._geodesic import GeodesicGraph, geodesic_graph
 from latentstitch.relative._modules import OUTPUT_NORMS, RelativeProjection, RobustRelativeProjection
@@ -19,7 +20,6 @@ from latentstitch.relative._projection import relative_projection
 from latentstitch.relative._prototypes import LearnedAnchors, fit_prototypes
 from latentstitch.relative._similarities import SIMILARITIES, SimilaritySpec, get_similarity, register_similarity
 from latentstitch.relative._sparsify import sparsify_similarities
-from latentstitch.relative._study import STUDY_STRATEGIES, AnchorStudy, anchor_study
 from latentstitch.relative._transforms import (
     SPREAD_FLOOR,
     Centering,
@@ -35,8 +35,6 @@ __all__ = [
     "SIMILARITIES",
     "SPREAD_FLOOR",
     "STRATEGIES",
-    "STUDY_STRATEGIES",
-    "AnchorStudy",
     "Centering",
     "GeodesicGraph",
     "L2Normalization",
@@ -50,7 +48,6 @@ __all__ = [
     "StandardScaling",
     "ZeroNormError",
     "aggregate_spaces",
-    "anchor_study",
     "check_spread_floor",
     "fit_prototypes",
     "floored_spread",
@@ -63,4 +60,5 @@ __all__ = [
     "select_anchors",
     "shared_invariances",
     "sparsify_similarities",
+    "standardize_rows",
 ]
