@@ -17,6 +17,16 @@ OPTIMIZER_FILE = "optimizer.safetensors"
 METADATA_FILE = "checkpoint.json"
 
 
+def writable_folder(folder: Path, name: str) -> None:
+    """Create ``folder`` (and its parents) or raise a ValueError naming ``name``."""
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{name}: {str(folder)!r} exists and is not a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"{name}: cannot create the folder {str(folder)!r} ({error.strerror or error})") from None
+
+
 def save_checkpoint(
     directory: str | Path,
     model: nn.Module,
@@ -31,12 +41,7 @@ def save_checkpoint(
     opens with any safetensors reader, keyed by ``state_dict`` names.
     """
     directory = Path(directory)
-    if directory.exists() and not directory.is_dir():
-        raise ValueError(f"directory: {str(directory)!r} exists and is not a folder")
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ValueError(f"directory: cannot create {str(directory)!r} ({error.strerror or error})") from None
+    writable_folder(directory, "directory")
     save_model(model, str(directory / MODEL_FILE))
     record: dict[str, Any] = {"metadata": metadata or {}}
     if optimizer is not None:

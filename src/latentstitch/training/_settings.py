@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from latentstitch._core.params import check_positive, check_positive_int, check_seed
+from latentstitch.training._checkpoint import writable_folder
 
 
 @dataclass(frozen=True)
@@ -98,13 +99,3 @@ class RunOutputs:
             checkpoint(self.checkpoint_dir)
         if self.on_epoch is not None:
             self.on_epoch(epoch, record)
-
-
-def writable_folder(folder: Path, name: str) -> None:
-    """Create ``folder`` (and its parents) or raise a ValueError naming ``name``."""
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"{name}: {str(folder)!r} exists and is not a folder")
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise ValueError(f"{name}: cannot create the folder {str(folder)!r} ({error.strerror or error})") from None
