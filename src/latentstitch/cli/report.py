@@ -4,8 +4,8 @@
 
 Reads every result JSON under RESULTS_DIR: the results.json of each reproduction (latentstitch reproduce) and the
 JSON outputs of `latentstitch bridge fit` and `compare`. The page shows, per reproduction, the paper's patterns beside
-ours with held / not held marks, the setting and how it differs from the paper, the tables and the figures, with an
-index linking every section. Figures are embedded, so the file can be mailed or opened offline.
+ours with held / not held marks, the setting and how it differs from the paper, the tables and the figures, with a
+table of contents in a sidebar. Figures are embedded, so the file can be mailed or opened offline.
 
 RESULTS_DIR defaults to ./latentstitch-results (where reproduce writes) when it exists, else ./results (the
 repository's committed full runs).
