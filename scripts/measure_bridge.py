@@ -58,9 +58,9 @@ def text_data():
 
 
 def image_data():
-    from latentstitch.experiments.cross_architecture_vision import embeddings, settings
+    from latentstitch.experiments.cross_architecture_vision import FULL, embeddings
 
-    task, features = embeddings(settings(False), progress=False)
+    task, features = embeddings(FULL, progress=False)
     out = {name: (features[name][0].numpy(), features[name][1].numpy()) for name in PAIRS["image"]}
     return out, task.y_train.numpy(), task.y_test.numpy()
 

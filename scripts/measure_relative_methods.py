@@ -223,11 +223,11 @@ def section_stitching_bbc(quick: bool, seeds) -> dict:
 
 
 def section_stitching_efficientnet(quick: bool, seeds) -> dict:
-    from latentstitch.experiments.cross_architecture_vision import embeddings, settings
+    from latentstitch.experiments.cross_architecture_vision import FULL, QUICK, embeddings
 
-    config = settings(quick)
+    config = QUICK if quick else FULL
     vtask, features = embeddings(config, progress=False)
-    index = np.random.default_rng(42).choice(config["n_train"], config["anchors"], replace=False)
+    index = np.random.default_rng(42).choice(config.n_train, config.anchors, replace=False)
     vspaces = {
         name: {"train": f[0].double(), "test": f[1].double(), "anchors": f[0].double()[index]}
         for name, f in features.items()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import asdict, replace
 
 import pytest
 import torch
@@ -18,17 +19,10 @@ def setup():
     from threadpoolctl import threadpool_limits
 
     from latentstitch.experiments._image_tasks import load_image_task
-    from latentstitch.experiments.ae_stitching import KINDS
+    from latentstitch.experiments.ae_stitching import KINDS, Config
     from latentstitch.experiments.ae_stitching.training import mean_image_mse
 
-    config = {
-        "seeds": (0, 1),
-        "batch_size": 32,
-        "sizes": {"mnist": (256, 64, 1)},
-        "anchors": 20,
-        "width": 0.25,
-        "kinds": KINDS,
-    }
+    config = Config(seeds=(0, 1), batch_size=32, sizes={"mnist": (256, 64, 1)}, anchors=20, width=0.25, kinds=KINDS)
     tasks = {"mnist": load_image_task("mnist", n_train=256, n_test=64)}
     baselines = {"mnist": mean_image_mse(tasks["mnist"])}
     threads = torch.get_num_threads()
@@ -54,9 +48,9 @@ def test_resumed_run_equals_uninterrupted(setup, tmp_path):
     config, tasks, baselines = setup
     plain = measure(config, tasks, baselines, False)
     folder = tmp_path / "checkpoint"
-    settings = {"reproduction": "ae-stitching", **config}
+    settings = {"reproduction": "ae-stitching", **asdict(config)}
     _same(plain, measure(config, tasks, baselines, False, Checkpoint(folder, settings, resume=False, log=print)))
-    stages = [f"mnist_{kind}_{latent}" for kind, latent in config["kinds"]]
+    stages = [f"mnist_{kind}_{latent}" for kind, latent in config.kinds]
     for kept in (1, 3):
         copy = tmp_path / f"stopped_after_{kept}"
         shutil.copytree(folder, copy)
@@ -72,9 +66,9 @@ def test_lost_reconstructions_named(setup, tmp_path):
     from latentstitch.experiments.ae_stitching import measure
 
     config, tasks, baselines = setup
-    config = {**config, "kinds": config["kinds"][:1]}
+    config = replace(config, kinds=config.kinds[:1])
     folder = tmp_path / "checkpoint"
-    measure(config, tasks, baselines, False, Checkpoint(folder, config, resume=False, log=lambda _: None))
+    measure(config, tasks, baselines, False, Checkpoint(folder, asdict(config), resume=False, log=lambda _: None))
     (folder / "mnist_AE_absolute_reconstructions.safetensors").unlink()
     with pytest.raises(ValueError, match=r"--resume: .* lacks mnist_AE_absolute_reconstructions"):
-        measure(config, tasks, baselines, False, Checkpoint(folder, config, resume=True, log=lambda _: None))
+        measure(config, tasks, baselines, False, Checkpoint(folder, asdict(config), resume=True, log=lambda _: None))

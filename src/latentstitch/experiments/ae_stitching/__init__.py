@@ -13,6 +13,7 @@ paper shows and how our numbers judge it; ``tables`` and ``figures``: what the r
 from __future__ import annotations
 
 import functools
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -23,7 +24,7 @@ from latentstitch.experiments._checkpoint import Checkpoint, console_log
 from latentstitch.experiments._image_tasks import load_image_task
 from latentstitch.experiments._report import Report, judge
 from latentstitch.experiments.ae_stitching import figures, patterns, tables
-from latentstitch.experiments.ae_stitching.config import KINDS, PAPER_MSE, settings
+from latentstitch.experiments.ae_stitching.config import FULL, KINDS, PAPER_MSE, QUICK, Config
 from latentstitch.experiments.ae_stitching.training import mean_image_mse, stitching_errors, test_mse, train_kind
 
 HELP = "stitch AE/VAE encoders and decoders across seeds, absolute vs relative latents (MNIST, Fashion-MNIST)"
@@ -32,31 +33,31 @@ PAPER = (
     "(image reconstruction stitching table)"
 )
 
-__all__ = ["HELP", "KINDS", "PAPER", "PAPER_MSE", "run", "settings", "test_mse"]
+__all__ = ["FULL", "HELP", "KINDS", "PAPER", "PAPER_MSE", "QUICK", "Config", "run", "test_mse"]
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False) -> Report:
+def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False, config: Config | None = None) -> Report:
     """Train every model, stitch, draw the figures into ``out_dir``; return the report.
 
     Each finished (dataset, model, latent) stage is kept in ``out_dir/checkpoint`` until the report is drawn;
-    ``resume=True`` goes on from those of an interrupted run of the same settings (``reproduce --resume``)."""
-    config = settings(quick)
+    ``resume=True`` goes on from those of an interrupted run of the same settings (``reproduce --resume``).
+    ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
+    config = (QUICK if quick else FULL) if config is None else config
     checkpoint = Checkpoint(
         Path(out_dir) / CHECKPOINT,
-        {"reproduction": "ae-stitching", "quick": quick, "threads": torch.get_num_threads(), **config},
+        {"reproduction": "ae-stitching", "quick": quick, "threads": torch.get_num_threads(), **asdict(config)},
         resume=resume,
         log=console_log if progress else lambda text: None,
     )
-    seeds = config["seeds"]
+    seeds = config.seeds
     tasks = {
-        key: load_image_task(key, n_train=n_train, n_test=n_test)
-        for key, (n_train, n_test, _) in config["sizes"].items()
+        key: load_image_task(key, n_train=n_train, n_test=n_test) for key, (n_train, n_test, _) in config.sizes.items()
     }
     baselines = {key: mean_image_mse(task) for key, task in tasks.items()}
     mse, samples = measure(config, tasks, baselines, progress, checkpoint)
 
     out = Path(out_dir)
-    kinds = config["kinds"]
+    kinds = config.kinds
     figure_paths = {
         f"reconstructions of test images: non-stitched (seed {seeds[0]}) and stitched (encoder seed {seeds[0]} -> "
         f"decoder seed {seeds[1]})": figures.plot_reconstructions(samples, tasks, seeds, out / "reconstructions.png"),
@@ -65,7 +66,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False) -> 
         ),
     }
     sizes = ", ".join(
-        f"{task.name} {len(task.x_train):,} / {len(task.x_test):,} for {config['sizes'][key][2]} epochs"
+        f"{task.name} {len(task.x_train):,} / {len(task.x_test):,} for {config.sizes[key][2]} epochs"
         for key, task in tasks.items()
     )
     report = Report(
@@ -75,21 +76,21 @@ def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False) -> 
         setting={
             "data": "; ".join(task.source for task in tasks.values()),
             "models": (
-                f"relreps ConvAutoencoder, channels x{config['width']} "
-                f"({', '.join(str(round(c * config['width'])) for c in (32, 64, 128, 256))}), absolute latent 256, "
-                f"relative latent = cosine to {config['anchors']} anchors -> LayerNorm"
+                f"relreps ConvAutoencoder, channels x{config.width} "
+                f"({', '.join(str(round(c * config.width)) for c in (32, 64, 128, 256))}), absolute latent 256, "
+                f"relative latent = cosine to {config.anchors} anchors -> LayerNorm"
             ),
             "losses": "sigma-VAE calibrated likelihood (AE, relative VAE; + summed KL), MSE + 0.025 KL (absolute VAE)",
-            "training": f"Adam 1e-3, batch {config['batch_size']}, grad-clip 10; "
-            + ", ".join(f"{tasks[key].name} {epochs} epochs" for key, (_, _, epochs) in config["sizes"].items()),
+            "training": f"Adam 1e-3, batch {config.batch_size}, grad-clip 10; "
+            + ", ".join(f"{tasks[key].name} {epochs} epochs" for key, (_, _, epochs) in config.sizes.items()),
             "seeds": list(seeds),
-            "anchors": f"{config['anchors']}, stratified (relreps recipe, seed 0), the same images for every seed",
+            "anchors": f"{config.anchors}, stratified (relreps recipe, seed 0), the same images for every seed",
             "stitching": "encoder and anchors of run i, decoder of run j, every ordered pair i != j",
             "metric": "per-image MSE on the test images, mean over images; mean ± std over seeds (non-stitched) "
             "or ordered pairs (stitched), x 10^-3",
         },
         differences=[
-            f"{len(seeds)} seeds, not 5-6; channels x{config['width']}; training / test images {sizes} (the paper: "
+            f"{len(seeds)} seeds, not 5-6; channels x{config.width}; training / test images {sizes} (the paper: "
             "60,000 / 10,000 for 60 epochs, 28,000 Adam steps): every model is less trained than the paper's, so "
             "our non-stitched errors are higher, while a broken (stitched) absolute latent costs what it costs in "
             "the paper; the stitched / non-stitched ratio of the absolute models shrinks accordingly",
@@ -107,7 +108,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False) -> 
         numbers={
             "mse": mse,
             "mean_image_baseline": baselines,
-            "config": {k: list(v) if isinstance(v, tuple) else v for k, v in config.items()},
+            "config": asdict(config),
         },
         seconds=checkpoint.seconds(),
         quick=quick,
@@ -117,11 +118,11 @@ def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False) -> 
 
 
 def measure(
-    config: dict, tasks: dict, baselines: dict[str, float], progress: bool, checkpoint: Checkpoint | None = None
+    config: Config, tasks: dict, baselines: dict[str, float], progress: bool, checkpoint: Checkpoint | None = None
 ) -> tuple[dict[str, dict], dict[str, dict[str, torch.Tensor]]]:
     """Test errors of every (dataset, model, latent) and reconstructions of 8 test images per dataset, each stage
     kept in ``checkpoint`` (if given) and taken from it when it is there already."""
-    from latentstitch import select_anchors
+    from latentstitch.relative import select_anchors
 
     checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, {}, resume=False)
     mse: dict[str, dict] = {}
@@ -129,11 +130,11 @@ def measure(
     with progress_bar(progress) as bar:
         for key, task in tasks.items():
             flat = task.x_train.flatten(1).numpy()
-            anchor_index = select_anchors(flat, config["anchors"], "stratified", labels=task.y_train.numpy(), seed=0)
+            anchor_index = select_anchors(flat, config.anchors, "stratified", labels=task.y_train.numpy(), seed=0)
             anchors = task.x_train[anchor_index]  # parallel anchors: the same images for every seed
             shown = task.x_test[:8]
             samples[key] = {"original": shown}
-            for model_kind, latent in config["kinds"]:
+            for model_kind, latent in config.kinds:
                 stage = f"{key}_{model_kind}_{latent}"
                 train = functools.partial(
                     _train_and_stitch, task, model_kind, latent, anchors, config, key, shown, bar, checkpoint, stage
@@ -153,12 +154,12 @@ def measure(
 
 
 def _train_and_stitch(
-    task, model_kind: str, latent: str, anchors, config: dict, key: str, shown, bar, checkpoint, stage: str
+    task, model_kind: str, latent: str, anchors, config: Config, key: str, shown, bar, checkpoint, stage: str
 ) -> dict:
     """One stage: the models of every seed, their errors, and 8 reconstructions (kept before the errors, so a
     checkpoint holding the errors holds them too)."""
-    models = train_kind(task, model_kind, latent, anchors, config, config["sizes"][key][2], bar)
-    first, second = config["seeds"][0], config["seeds"][1]
+    models = train_kind(task, model_kind, latent, anchors, config, config.sizes[key][2], bar)
+    first, second = config.seeds[0], config.seeds[1]
 
     def reconstructions() -> dict[str, torch.Tensor]:
         with torch.no_grad():

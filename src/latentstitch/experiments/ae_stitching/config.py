@@ -1,6 +1,8 @@
-"""Settings of the full and quick runs, and the paper's numbers."""
+"""Every setting of an ae-stitching run (the full run and the quick one), and the paper's numbers."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 KINDS = (("AE", "absolute"), ("AE", "relative"), ("VAE", "absolute"), ("VAE", "relative"))
 
@@ -17,25 +19,34 @@ PAPER_MSE = {
 }
 
 
-def settings(quick: bool) -> dict:
-    """``sizes``: (training images, test images, epochs) per dataset (None: all of the 4,000 / 1,000 MNIST digits).
+@dataclass(frozen=True)
+class Config:
+    """One run's settings (``FULL`` and ``QUICK`` below). Its fields are the checkpoint's settings (a resumed run
+    must have the same), so a new field makes earlier checkpoints unusable."""
 
-    The full run trains every model for the same number of Adam steps on both datasets (about 1,875: the paper's
-    60 epochs of the 4,000 MNIST digits, 12 epochs of 20,000 Fashion-MNIST images), 5x the previous run's."""
-    if quick:
-        return {
-            "seeds": (0, 1),
-            "batch_size": 32,
-            "sizes": {"mnist": (2000, 500, 4)},
-            "anchors": 100,
-            "width": 0.25,
-            "kinds": KINDS[:2],
-        }
-    return {
-        "seeds": (0, 1, 2),
-        "batch_size": 128,
-        "sizes": {"mnist": (None, None, 60), "fashion-mnist": (20_000, 2_000, 12)},
-        "anchors": 500,
-        "width": 0.5,
-        "kinds": KINDS,
-    }
+    #: training seeds: one model per seed, stitched across every ordered pair of different seeds.
+    seeds: tuple[int, ...]
+    #: Adam batch size.
+    batch_size: int
+    #: dataset key -> (training images, test images, epochs); None: all of the 4,000 / 1,000 MNIST digits.
+    sizes: dict[str, tuple[int | None, int | None, int]]
+    #: stratified training images (seed 0) used as anchors of the relative latents, the same for every seed.
+    anchors: int
+    #: channel multiplier of the relreps ConvAutoencoder (32, 64, 128, 256 channels at 1.0).
+    width: float
+    #: (model, latent) kinds trained: ("AE" or "VAE", "absolute" or "relative").
+    kinds: tuple[tuple[str, str], ...]
+
+
+# The full run trains every model for the same number of Adam steps on both datasets (about 1,875: the paper's 60
+# epochs of the 4,000 MNIST digits, 12 epochs of 20,000 Fashion-MNIST images), 5x the previous run's.
+FULL = Config(
+    seeds=(0, 1, 2),
+    batch_size=128,
+    sizes={"mnist": (None, None, 60), "fashion-mnist": (20_000, 2_000, 12)},
+    anchors=500,
+    width=0.5,
+    kinds=KINDS,
+)
+
+QUICK = Config(seeds=(0, 1), batch_size=32, sizes={"mnist": (2000, 500, 4)}, anchors=100, width=0.25, kinds=KINDS[:2])

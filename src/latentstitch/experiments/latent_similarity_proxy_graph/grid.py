@@ -15,31 +15,12 @@ import itertools
 
 import torch
 
+from latentstitch.experiments.latent_similarity_proxy_graph.config import OPTIMIZERS
 from latentstitch.experiments.latent_similarity_proxy_graph.graph import GraphTensors
 
-#: Optimiser settings of the grid: every run trains in 10 full-batch steps.
-OPTIMIZERS = {"adam": {"lr": 0.01}, "rmsprop": {"lr": 0.01}}
 
-
-def grid(quick: bool) -> list[dict]:
-    if quick:
-        axes = {
-            "seed": (0, 1),
-            "epochs": (10, 30),
-            "layers": (2,),
-            "hidden": (32,),
-            "dropout": (0.5,),
-            "optimizer": tuple(OPTIMIZERS),
-        }
-    else:
-        axes = {
-            "seed": (0, 1),
-            "epochs": (10, 30, 50),
-            "layers": (1, 2),
-            "hidden": (32, 128),
-            "dropout": (0.1, 0.5),
-            "optimizer": tuple(OPTIMIZERS),
-        }
+def grid(axes: dict[str, tuple]) -> list[dict]:
+    """One run per combination of the ``axes`` values (``Config.grid``), in ``itertools.product`` order."""
     return [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())]
 
 

@@ -10,12 +10,14 @@ the classifiers, ``figures`` draws macro-F1 along training.
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from latentstitch._core.progress import progress_bar
 from latentstitch.experiments._image_tasks import fit_seeded, load_image_task
 from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
 from latentstitch.experiments.relative_training import patterns
+from latentstitch.experiments.relative_training.config import FULL, QUICK, Config
 from latentstitch.experiments.relative_training.figures import LATENTS, plot_curves
 from latentstitch.experiments.relative_training.patterns import PAPER_F1
 from latentstitch.experiments.relative_training.training import macro_f1, macro_f1_score, predict
@@ -27,38 +29,26 @@ PAPER = (
 )
 LATENT_DIM = 64
 
-
-def settings(quick: bool) -> dict:
-    if quick:
-        return {
-            "seeds": (0, 1),
-            "epochs": 6,
-            "anchors": 100,
-            "sizes": {"mnist": (2000, 500), "fashion-mnist": (2000, 500)},
-        }
-    return {
-        "seeds": (0, 1, 2),
-        "epochs": 10,
-        "anchors": 500,
-        "sizes": {"mnist": (None, None), "fashion-mnist": (6000, 2000)},
-    }
+__all__ = ["FULL", "HELP", "PAPER", "QUICK", "Config", "run"]
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
-    from latentstitch import select_anchors
+def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = None) -> Report:
+    """Train every classifier, score it, draw the figure into ``out_dir``; return the report. ``config`` (default
+    ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
     from latentstitch.models import LatentClassifier, cnn_encoder
+    from latentstitch.relative import select_anchors
     from latentstitch.training import classification_loss
 
     started = time.perf_counter()
-    config = settings(quick)
-    seeds = config["seeds"]
-    tasks = {key: load_image_task(key, n_train=n, n_test=m) for key, (n, m) in config["sizes"].items()}
+    config = (QUICK if quick else FULL) if config is None else config
+    seeds = config.seeds
+    tasks = {key: load_image_task(key, n_train=n, n_test=m) for key, (n, m) in config.sizes.items()}
     scores: dict[str, dict] = {}
     curves: dict[str, list[list[float]]] = {}
     with progress_bar(progress) as bar:
         for key, task in tasks.items():
             flat = task.x_train.flatten(1).numpy()
-            anchor_index = select_anchors(flat, config["anchors"], "stratified", labels=task.y_train.numpy(), seed=0)
+            anchor_index = select_anchors(flat, config.anchors, "stratified", labels=task.y_train.numpy(), seed=0)
             for latent in LATENTS:
                 f1s, accuracies, history = [], [], []
                 for seed in seeds:
@@ -77,7 +67,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
                         classification_loss,
                         (task.x_train, task.y_train),
                         seed=seed,
-                        epochs=config["epochs"],
+                        epochs=config.epochs,
                         batch_size=64,
                         bar=bar,
                         description=f"{task.name} {latent} seed {seed}",
@@ -119,21 +109,21 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
             "data": "; ".join(task.source for task in tasks.values()),
             "model": (
                 f"cnn_encoder: Conv(32)-BN-GELU, Conv(64)-BN-GELU (3x3, stride 2), Linear({LATENT_DIM}); absolute: "
-                f"LayerNorm({LATENT_DIM}) -> Linear(10); relative: cosine to {config['anchors']} anchors -> "
-                f"LayerNorm({config['anchors']}) -> Linear(10)"
+                f"LayerNorm({LATENT_DIM}) -> Linear(10); relative: cosine to {config.anchors} anchors -> "
+                f"LayerNorm({config.anchors}) -> Linear(10)"
             ),
             "anchors": (
-                f"{config['anchors']} stratified training images (relreps recipe, seed 0), re-embedded by the current "
+                f"{config.anchors} stratified training images (relreps recipe, seed 0), re-embedded by the current "
                 "encoder at every step without gradient"
             ),
-            "training": f"Adam 1e-3, batch 64, {config['epochs']} epochs, cross-entropy; last epoch evaluated",
+            "training": f"Adam 1e-3, batch 64, {config.epochs} epochs, cross-entropy; last epoch evaluated",
             "seeds": list(seeds),
             "metric": "macro-F1 (x 100) on the test images, mean ± std over seeds",
         },
         differences=[
             "a small 2-layer CNN trained from scratch instead of the paper's ResNet on full datasets",
             f"training / test images: {sizes} (paper: 60,000 / 10,000)",
-            f"{len(seeds)} seeds (paper: 6); {config['epochs']} epochs",
+            f"{len(seeds)} seeds (paper: 6); {config.epochs} epochs",
         ],
         tables=[
             ResultTable(
@@ -146,10 +136,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         ],
         patterns=judge(patterns.patterns(keys), patterns.measure(scores, keys), quick=quick),
         figures={"test macro-F1 during training": figure},
-        numbers={"scores": scores, "test_macro_f1_per_epoch": curves, "settings": {**config, "seeds": list(seeds)}},
+        numbers={"scores": scores, "test_macro_f1_per_epoch": curves, "settings": asdict(config)},
         seconds=time.perf_counter() - started,
         quick=quick,
     )
-
-
-__all__ = ["HELP", "PAPER", "run", "settings"]

@@ -20,12 +20,14 @@ paper shows; ``figures``: the bars.
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
 from latentstitch.experiments._text import SHORT_NAMES
 from latentstitch.experiments.robust_relative import patterns
+from latentstitch.experiments.robust_relative.config import FULL, QUICK, Config
 from latentstitch.experiments.robust_relative.experiment import run_split, stitched_mean
 from latentstitch.experiments.robust_relative.figures import plot_results
 from latentstitch.experiments.robust_relative.models import VARIANTS, ResidualAdapter, build_model, train_model
@@ -37,29 +39,7 @@ PAPER = (
     "Perspectives, UniReps 2024 (arXiv 2409.10967)"
 )
 
-__all__ = ["HELP", "PAPER", "ResidualAdapter", "build_model", "run", "settings", "train_model"]
-
-
-def settings(quick: bool) -> dict:
-    if quick:
-        return {
-            "english": "paraphrase-minilm-l3",
-            "multilingual": "e5-small",
-            "bible_n": None,
-            "cldr_n": 600,
-            "targets": ("fr",),
-            "seeds": [0],
-            "epochs": 5,
-        }
-    return {
-        "english": "minilm-l6",
-        "multilingual": "e5-small",
-        "bible_n": 3000,
-        "cldr_n": None,
-        "targets": ("es", "fr", "ja"),
-        "seeds": [0, 1, 2],
-        "epochs": 10,
-    }
+__all__ = ["FULL", "HELP", "PAPER", "QUICK", "Config", "ResidualAdapter", "build_model", "run", "train_model"]
 
 
 def _cell(runs: list[dict], metric: str):
@@ -128,24 +108,27 @@ def _control_table(datasets: dict[str, tuple[dict, list]]) -> ResultTable | None
     )
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
+def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = None) -> Report:
+    """Train every variant per domain, stitch every pair, draw the figures into ``out_dir``; return the report.
+    ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report
+    (a quick run is a smoke test: no verdicts)."""
     from latentstitch._core.progress import progress_bar
     from latentstitch.data import load_emoji_annotations, load_parallel_verses
 
     started = time.perf_counter()
-    config = settings(quick)
-    seeds, epochs = config["seeds"], config["epochs"]
-    english, multilingual = config["english"], config["multilingual"]
+    config = (QUICK if quick else FULL) if config is None else config
+    seeds, epochs = list(config.seeds), config.epochs
+    english, multilingual = config.english, config.multilingual
     encoders: dict = {}
-    cldr_pairs = [("en", t) for t in config["targets"]]
+    cldr_pairs = [("en", t) for t in config.targets]
     datasets: dict[str, tuple[dict, list]] = {}
     out_dir = Path(out_dir)
     figures, tables = {}, []
     with progress_bar(progress) as bar:
         common = {"seeds": seeds, "epochs": epochs, "progress": bar, "encoders": encoders}
         bible = None
-        if config["bible_n"]:
-            split = load_parallel_verses(("en", "es"), label="section", n=config["bible_n"], test_size=0.2, seed=0)
+        if config.bible_n:
+            split = load_parallel_verses(("en", "es"), label="section", n=config.bible_n, test_size=0.2, seed=0)
             bible = run_split(
                 split,
                 {"en": english, "es": multilingual},
@@ -154,8 +137,8 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
                 **common,
             )
             datasets["Bible verses"] = (bible, [("en", "es")])
-        cldr_split = load_emoji_annotations(("en", *config["targets"]), n=config["cldr_n"], test_size=0.2, seed=0)
-        domains = {"en": english, **{t: multilingual for t in config["targets"]}}
+        cldr_split = load_emoji_annotations(("en", *config.targets), n=config.cldr_n, test_size=0.2, seed=0)
+        domains = {"en": english, **{t: multilingual for t in config.targets}}
         cldr = run_split(cldr_split, domains, pairs=cldr_pairs, description="robust relative: emoji names", **common)
         datasets["emoji names"] = (cldr, cldr_pairs)
     beside = {"en->en": "en->en", "en->es": "en->fr", "es->en": "fr->en", "es->es": "fr->fr"}
@@ -194,9 +177,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         paper=PAPER,
         setting={
             "data": (
-                f"{config['bible_n']} parallel Bible verses (English WEB / Spanish RV1909, 8 sections; "
-                if bible
-                else ""
+                f"{config.bible_n} parallel Bible verses (English WEB / Spanish RV1909, 8 sections; " if bible else ""
             )
             + f"{len(cldr_split.y_train) + len(cldr_split.y_test)} CLDR "
             f"emoji names in {', '.join(cldr_split.languages)} (7 categories); 80/20 stratified splits",
@@ -230,7 +211,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         ]
         + (
             [
-                f"--quick: a smoke test (emoji names en/fr only, {config['cldr_n']}, one seed, {epochs} epochs, "
+                f"--quick: a smoke test (emoji names en/fr only, {config.cldr_n}, one seed, {epochs} epochs, "
                 "MiniLM-L3 for English; no Bible verses): too small for the variants' order to mean anything, so "
                 "no pattern is judged"
             ]
@@ -245,7 +226,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         else judge(patterns.patterns(bible is not None, cldr_pairs, headline), measured, quick=False),
         smoke=quick,
         figures=figures,
-        numbers={"bible": bible, "cldr": cldr, "settings": {**config, "targets": list(config["targets"])}},
+        numbers={"bible": bible, "cldr": cldr, "settings": asdict(config)},
         seconds=time.perf_counter() - started,
         quick=quick,
     )

@@ -10,10 +10,12 @@ retrieval (Jaccard@5, MRR, matched cosine) over 10 anchor seeds, ``patterns`` de
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from latentstitch.experiments._report import Report, ResultTable, judge
 from latentstitch.experiments.word_embeddings import figures, patterns
+from latentstitch.experiments.word_embeddings.config import FULL, QUICK, Config
 from latentstitch.experiments.word_embeddings.retrieval import NUM_ANCHORS, K, as_json, evaluate, retrieval, summary
 from latentstitch.experiments.word_embeddings.retrieval import zero_pad as zero_pad
 from latentstitch.experiments.word_embeddings.vocabularies import (
@@ -40,29 +42,18 @@ PAPER_TABLE = {
     ("same space", ""): (1.00, 1.00, 1.00),
 }
 
-__all__ = ["HELP", "PAPER", "PAPER_TABLE", "retrieval", "run", "search_vocabulary", "settings", "zero_pad"]
-
-
-def settings(quick: bool) -> dict:
-    if quick:
-        return {
-            "max_tokens": 600_000,
-            "dim": 100,
-            "epochs": 5,
-            "min_count": 5,
-            "max_words": 5_000,
-            "glove_max_words": 5_000,
-            "seeds": [0, 1],
-        }
-    return {
-        "max_tokens": None,
-        "dim": 300,
-        "epochs": 10,
-        "min_count": 5,
-        "max_words": 20_000,
-        "glove_max_words": 20_000,
-        "seeds": list(range(10)),
-    }
+__all__ = [
+    "FULL",
+    "HELP",
+    "PAPER",
+    "PAPER_TABLE",
+    "QUICK",
+    "Config",
+    "retrieval",
+    "run",
+    "search_vocabulary",
+    "zero_pad",
+]
 
 
 def _table(result: dict, first: str, second: str, title: str) -> ResultTable:
@@ -129,21 +120,24 @@ def _sweep_table(sweep: dict, first: str, second: str) -> ResultTable:
     )
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
+def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = None) -> Report:
+    """Train the fastText / word2vec pair, load GloVe / spaCy, measure cross-space retrieval, draw the figures into
+    ``out_dir``; return the report. ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting;
+    ``quick`` says what to report."""
     from latentstitch.relative import select_anchors
 
     started = time.perf_counter()
-    config = settings(quick)
-    seeds = config["seeds"]
-    sentences = training_corpus(config["max_tokens"])
+    config = (QUICK if quick else FULL) if config is None else config
+    seeds = list(config.seeds)
+    sentences = training_corpus(config.max_tokens)
     trained = trained_pair(
         sentences,
-        dim=config["dim"],
-        epochs=config["epochs"],
-        min_count=config["min_count"],
-        max_words=config["max_words"],
+        dim=config.dim,
+        epochs=config.epochs,
+        min_count=config.min_count,
+        max_words=config.max_words,
     )
-    pairs = {"ft-w2v": trained.frequent(SEARCH_MIN_COUNT), "glove-spacy": glove_spacy_pair(config["glove_max_words"])}
+    pairs = {"ft-w2v": trained.frequent(SEARCH_MIN_COUNT), "glove-spacy": glove_spacy_pair(config.glove_max_words)}
     results = {
         key: evaluate(pair, seeds, progress=progress, description=f"word embeddings: {key}, seeds")
         for key, pair in pairs.items()
@@ -176,7 +170,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
             "pair 2": glove.source,
             "search words": (
                 f"relreps recipe: frequency order, 400 most frequent skipped, alphabetic, >= 4 letters; pair 1: "
-                f"{len(ft.words):,} words (of at most {config['max_words']:,}), pair 2: {len(glove.words):,}"
+                f"{len(ft.words):,} words (of at most {config.max_words:,}), pair 2: {len(glove.words):,}"
             ),
             "anchors": f"{NUM_ANCHORS} random search words (uniform), the same words in both spaces, seeds {seeds}",
             "relative": "cosine similarity to the anchors, no centring (relreps RelativeAttention, inner/L2)",
@@ -213,7 +207,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool) -> Report:
         patterns=judge(patterns.patterns(), patterns.measure(results), quick=quick),
         figures=figure_paths,
         numbers={
-            "settings": config,
+            "settings": asdict(config),
             **{key: as_json(result) for key, result in results.items()},
             "ft-w2v_by_count": {str(count): as_json(result) for count, result in sweep.items()},
         },
