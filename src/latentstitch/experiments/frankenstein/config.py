@@ -9,7 +9,8 @@ TINY10_LAYERS = tuple(f"bn{i}" for i in range(1, 9))
 
 @dataclass(frozen=True)
 class Config:
-    """One run's settings (``FULL`` and ``QUICK`` below)."""
+    """One run's settings (``FULL`` and ``QUICK`` below). Its fields are the checkpoint's settings (a resumed run
+    must have the same), so a new field makes earlier checkpoints unusable."""
 
     n_train: int  # base networks' training images (stratified subset of the official 60k)
     n_test: int  # evaluation images (stratified subset of the official 10k test split)
@@ -18,27 +19,27 @@ class Config:
     width: float  # Tiny-10 width multiplier of the main pair (1.0 = the paper's 16..64 channels)
     widths: tuple[float, ...]  # Experiment 2: widths compared (x1, x2, x4...)
     seeds: tuple[int, int]  # the two base networks
-    base_epochs: int
-    base_batch: int
-    layers: tuple[str, ...]
+    base_epochs: int  # training epochs of the base networks (Adam 1e-3)
+    base_batch: int  # batch size of the base networks' training
+    layers: tuple[str, ...]  # Figure 2: the layers stitched (after each batch norm, bn1..bn8)
     stitch_epochs: int  # task-loss epochs of Figures 4-5 and Experiments 5-6 at long_layers (the paper: 30 of 50k)
     sweep_epochs: int  # task-loss epochs of the many layers of Figures 2, 3, 7 and 8, and of the other init layers
-    stitch_batch: int
-    track_every: int
+    stitch_batch: int  # batch size of every task-loss training of a stitching layer
+    track_every: int  # Adam steps between two points of a traced training (Figures 4 and 5)
     trace_layer: str  # Figure 4 (the paper: Tiny-10 layer 3)
     cka_layer: str  # Figure 5
-    cka_penalty: float
-    rank_layers: tuple[str, ...]
-    ranks: tuple[int, ...]
-    sparsity_layer: str
-    l1: tuple[float, ...]
-    alphas: tuple[float, ...]
+    cka_penalty: float  # Figure 5: weight of the CKA penalty per batch
+    rank_layers: tuple[str, ...]  # Figure 7: layers of the low-rank matching
+    ranks: tuple[int, ...]  # Figure 7: ranks compared (SVD of the least-squares matrix vs a trained bottleneck)
+    sparsity_layer: str  # Figure 8
+    l1: tuple[float, ...]  # Figure 8: L1 strengths of the task-loss matching
+    alphas: tuple[float, ...]  # Figure 8: Lasso alphas of direct matching
     init_layers: tuple[str, ...]  # Experiments 5 and 6
     long_layers: tuple[str, ...]  # init layers trained with stitch_epochs (the others with sweep_epochs)
-    init_runs: int
+    init_runs: int  # Experiment 5: runs per layer and init (random, least squares); Figure 4 traces them
     mode_threshold: float  # Experiment 6 keeps transformations above this relative accuracy (the paper: 0.8)
-    lambdas: tuple[float, ...]
-    width_layers: tuple[str, ...]
+    lambdas: tuple[float, ...]  # Experiment 6: interpolation weights between two random-init matrices
+    width_layers: tuple[str, ...]  # Experiment 2: layers stitched at every width
 
     def steps(self, epochs: int) -> int:
         """Adam steps of a task-loss training of ``epochs`` epochs (incomplete last batch dropped)."""
