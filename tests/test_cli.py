@@ -134,6 +134,18 @@ def test_help_and_user_errors_import_none_of_the_heavy_libraries(args, tmp_path)
     assert library in ([], ["latentstitch.experiments", "latentstitch.experiments.registry"]), library
 
 
+def test_the_list_of_reproductions_imports_none_of_them():
+    done, names = _imported_modules("reproduce", "--list")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "word-embeddings" in done.stdout
+    assert not sorted(name for name in names if name.split(".")[0] in ("torch", "sklearn", "scipy", "matplotlib"))
+    from latentstitch.experiments.registry import REPRODUCTIONS
+
+    packages = tuple(REPRODUCTIONS.values())
+    imported = sorted(n for n in names if n.startswith(packages))
+    assert not imported, imported
+
+
 def test_the_seed_limit_of_the_options_is_the_library_s():
     from latentstitch._core.params import MAX_SEED
     from latentstitch.cli import options

@@ -14,7 +14,7 @@ import pytest
 from latentstitch.cli import main
 from latentstitch.experiments import registry
 from latentstitch.experiments._report import Pattern, Report, at_least, judge
-from latentstitch.experiments.registry import REPRODUCTIONS, load
+from latentstitch.experiments.registry import REPRODUCTIONS, help_line, load
 
 
 def _toy(name: str, *, holds: bool = True, fails: bool = False, calls: list | None = None) -> types.ModuleType:
@@ -74,6 +74,7 @@ def test_every_reproduction_is_a_package_with_help_paper_and_run():
         module = load(name)
         assert module.HELP and module.PAPER and callable(module.run), name
         assert module.__file__.endswith("__init__.py"), f"{name}: a folder per reproduction"
+        assert help_line(name) == module.HELP, f"{name}: --list reads HELP from the source as a literal"
 
 
 def test_a_run_writes_to_latentstitch_results_by_default(toys, tmp_path):

@@ -7,7 +7,9 @@ and ``run(*, quick: bool, out_dir: Path, progress: bool) -> latentstitch.experim
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 from pathlib import Path
 from types import ModuleType
 
@@ -40,6 +42,20 @@ def check_name(name: str) -> str:
         known = ", ".join(sorted(REPRODUCTIONS)) or "none yet"
         raise ValueError(f"name: unknown reproduction {name!r}; available: {known}")
     return name
+
+
+def help_line(name: str) -> str:
+    """The reproduction's one-line ``HELP``, read from its package's source without importing it (``reproduce
+    --list`` answers at once: importing a reproduction loads torch and its experiment's code)."""
+    spec = importlib.util.find_spec(REPRODUCTIONS[check_name(name)])
+    if spec is None or spec.origin is None:
+        return ""
+    with open(spec.origin, encoding="utf-8") as handle:
+        tree = ast.parse(handle.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "HELP" for t in node.targets):
+            return str(ast.literal_eval(node.value))
+    return ""
 
 
 def load(name: str) -> ModuleType:

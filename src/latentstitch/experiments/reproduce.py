@@ -97,7 +97,7 @@ def resume_hint(name: str, folder: Path, quick: bool) -> str | None:
 
 
 def print_list() -> None:
-    """The table of reproductions (imports each one for its HELP line)."""
+    """The table of reproductions with their HELP lines (read without importing them)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -105,7 +105,7 @@ def print_list() -> None:
     table.add_column("name")
     table.add_column("what")
     for name in sorted(registry.REPRODUCTIONS):
-        table.add_row(name, registry.load(name).HELP)
+        table.add_row(name, registry.help_line(name))
     Console().print(table)
 
 
