@@ -16,6 +16,7 @@ from contextvars import ContextVar
 import torch
 
 from latentstitch._core.errors import NonFiniteError
+from latentstitch._core.params import check_positive_int
 
 
 def _sum_dtype(t: torch.Tensor) -> torch.dtype:
@@ -211,8 +212,6 @@ def set_threads(threads: int) -> str:
     keep their own settings: call it after the imports that matter.
     """
     from threadpoolctl import threadpool_info, threadpool_limits
-
-    from latentstitch._core.params import check_positive_int
 
     threads = check_positive_int(threads, "threads")
     torch.set_num_threads(threads)

@@ -35,6 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.moments import CrossMoments
 from latentstitch._core.params import check_declared, check_output_path
+from latentstitch._version import __version__
 
 FORMAT = "latentstitch/1"
 READABLE_FORMATS = (FORMAT, "latentstitch.stitching/1")  # files of earlier versions stay readable
@@ -161,8 +162,6 @@ def _learned_state(estimator: BaseEstimator, prefix: str, tensors: dict[str, tor
 def save(estimator: BaseEstimator, path: str | os.PathLike) -> None:
     """Write a fitted estimator to ``path`` (one safetensors file; see the module docstring)."""
     from safetensors.torch import save_file
-
-    from latentstitch._version import __version__
 
     check_is_fitted(estimator)
     target = check_output_path(path, "path")

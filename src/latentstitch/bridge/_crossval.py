@@ -28,6 +28,7 @@ from latentstitch.bridge._scores import (
     pair_scores,
     predictions,
 )
+from latentstitch.embeddings import match_ids
 
 #: Fewest held-out anchor pairs per fold: retrieval among fewer candidates says little.
 MIN_PER_FOLD = 5
@@ -37,8 +38,6 @@ CLEAR_Z = 3.0
 
 
 def matched_order(source_ids: Any, target_ids: Any, source: Any, target: Any) -> np.ndarray:
-    from latentstitch.embeddings import match_ids
-
     for name, ids, rows in (("source_ids", source_ids, source), ("target_ids", target_ids, target)):
         if len(ids) != len(rows):
             raise ValueError(f"{name}: expected one id per row ({len(rows)}), got {len(ids)}")

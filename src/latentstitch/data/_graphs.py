@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from latentstitch._core.params import check_nonnegative, check_positive_int, check_probability, check_seed
+from latentstitch.data._text import bbc_news_documents
 
 
 @dataclass(frozen=True)
@@ -120,8 +121,6 @@ def knn_document_graph(
     """
     from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
     from sklearn.neighbors import NearestNeighbors
-
-    from latentstitch.data._text import bbc_news_documents
 
     k = check_positive_int(k, "k")
     max_features = check_positive_int(max_features, "max_features")

@@ -10,6 +10,7 @@ from typing import Any
 from latentstitch._core.extras import require
 from latentstitch._core.params import check_positive_int
 from latentstitch._core.progress import new_progress
+from latentstitch.distributed._worker import TorchThreads
 
 
 def get_client(client: Any = None, workers: int | None = None) -> Any:
@@ -50,8 +51,6 @@ def get_client(client: Any = None, workers: int | None = None) -> Any:
 def pin_torch_threads(client: Any, threads: int = 1) -> None:
     """Register a worker plugin that sets torch's intra-op threads on every worker of ``client``'s cluster, now and
     on workers that join or restart later. Clusters started by ``get_client`` have it (one thread)."""
-    from latentstitch.distributed._worker import TorchThreads
-
     client.register_plugin(TorchThreads(threads))
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from latentstitch._core.progress import progress_bar
+
 #: Rows per chunk when a file is read piece by piece: 2 Mi values (8 MiB in float32) per chunk at any width.
 CHUNK_VALUES = 1 << 21
 
@@ -97,8 +99,6 @@ class EmbeddingFile:
 
     def read(self, progress: bool = False) -> np.ndarray:
         """Every row, as one (n_rows, n_features) array (read chunk by chunk, with a progress bar if asked)."""
-        from latentstitch._core.progress import progress_bar
-
         out = np.empty((self.n_rows, self.n_features), dtype=self.dtype)
         with progress_bar(progress) as bar:
             task = None if bar is None else bar.add_task(f"reading {self.path.name}", total=self.n_rows)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from latentstitch._core.extras import require
+from latentstitch.data._hf_disk import read_hf_tables
 from latentstitch.embeddings._base import EmbeddingFile
 
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
@@ -181,8 +182,6 @@ class HuggingFaceFolder(_ArrowFile):
         vector_column: str | None = None,
     ):
         super().__init__(path, option)
-        from latentstitch.data._hf_disk import read_hf_tables
-
         try:
             splits = read_hf_tables(path)
         except FileNotFoundError:

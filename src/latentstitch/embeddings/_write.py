@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from latentstitch._core.arrays import to_numpy
 from latentstitch._core.extras import require
 from latentstitch.embeddings._base import EmbeddingFileError
 
@@ -129,8 +130,6 @@ def write_embeddings(
     path: str | os.PathLike, vectors: Any, *, ids: np.ndarray | None = None, key: str = "embeddings"
 ) -> Path:
     """Write (n, d) vectors (numpy or torch) to ``path`` in the format of its suffix (``EmbeddingWriter``)."""
-    from latentstitch._core.arrays import to_numpy
-
     array = to_numpy(vectors, "vectors") if not isinstance(vectors, np.ndarray) else vectors
     if array.ndim != 2:
         raise ValueError(f"vectors: expected (rows, features), got shape {array.shape}")

@@ -21,6 +21,7 @@ import torch
 
 from latentstitch._core.arrays import as_float_tensor, to_numpy
 from latentstitch._core.params import check_positive_int
+from latentstitch._core.persist import read_safetensors
 
 CACHE_ENV = "LATENTSTITCH_CACHE"
 _CACHE_FORMAT = 1
@@ -282,8 +283,6 @@ def _check_cache_folder(folder: Path) -> None:
 def _read_cache(path: Path, layers: bool, count: int) -> np.ndarray | list[np.ndarray] | None:
     """The cached outputs, or None (with a warning naming the file) when the file is damaged or does not hold
     ``count`` rows: a cache is derived data, so the inputs are encoded again and the file is rewritten."""
-    from latentstitch._core.persist import read_safetensors
-
     try:
         _, tensors = read_safetensors(path, "cache")
         arrays = [tensors[key] for key in sorted(tensors)] if layers else [tensors["embeddings"]]

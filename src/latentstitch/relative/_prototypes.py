@@ -26,6 +26,7 @@ from torch.nn import functional as F
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, to_numpy
 from latentstitch._core.params import check_choice, check_positive, check_positive_int
+from latentstitch.relative._aggregation import standardize_rows
 from latentstitch.relative._projection import relative_projection
 
 MODES = ("convex", "free")
@@ -123,8 +124,6 @@ def fit_prototypes(
     steps. Returns ``(anchors, classifier)``; ``anchors(pool_b)`` gives the learned prototypes in another space
     holding the same samples. Runs under ``torch.manual_seed(seed)``.
     """
-    from latentstitch.relative._aggregation import standardize_rows
-
     xt = as_float_tensor(x, "x", ndim=2, min_rows=2)
     labels = torch.as_tensor(to_numpy(y, "y") if isinstance(y, torch.Tensor) else np.asarray(y)).long()
     if labels.ndim != 1:

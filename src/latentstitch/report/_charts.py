@@ -8,6 +8,7 @@ import io
 import re
 from typing import Any
 
+from latentstitch._core.figures import pyplot
 from latentstitch.report._html import data_uri
 
 CHOSEN, OTHER, FAILED = "#d1242f", "#6e9bd1", "#8c959f"
@@ -45,8 +46,6 @@ def route_rows(table: dict[str, Any]) -> list[tuple[str, bool, dict[str, Any]]]:
 
 
 def _png(figure: Any) -> str:
-    from latentstitch._core.figures import pyplot
-
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)
     pyplot().close(figure)
@@ -61,8 +60,6 @@ def route_chart(table: dict[str, Any], chosen_route: str | None = None) -> str |
     panels = [p for p in (primary, "R^2") if any(_pair(cells.get(p)) for _, _, cells in rows)]
     if not rows or not panels:
         return None
-    from latentstitch._core.figures import pyplot
-
     plt = pyplot()
     names = [name for name, _, _ in rows]
     chosen = [flag or name == chosen_route for name, flag, _ in rows]
@@ -117,8 +114,6 @@ def budget_chart(table: dict[str, Any], chosen_route: str | None) -> str | None:
                 points[route].append((count, *value))
     if not any(len(p) >= 2 for p in points.values()):
         return None
-    from latentstitch._core.figures import pyplot
-
     plt = pyplot()
     figure, ax = plt.subplots(figsize=(7.6, 3.9))
     others = iter(PALETTE * (1 + len(points) // len(PALETTE)))

@@ -9,6 +9,7 @@ import datetime
 from collections.abc import Sequence
 from pathlib import Path
 
+from latentstitch._version import __version__
 from latentstitch.report._collect import Collection, ResultFile, Unreadable, collect, load_result
 from latentstitch.report._html import escape, slug
 from latentstitch.report._sections import GROUPS, badge, body, counts, group_of, run_label, title, toc_label
@@ -117,8 +118,6 @@ def render_html(
     """The page for the results ``paths`` (reproductions first, by name; then bridges, comparisons, other
     measurements). What could not be shown is listed at the end: ``unreadable``, or when it is None what
     :func:`collect` finds unreadable in the folder ``source``, plus any path that fails to load."""
-    from latentstitch._version import __version__
-
     missing = list(unreadable) if unreadable is not None else []
     if unreadable is None and source and Path(source).is_dir():
         missing = collect(source).unreadable

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from latentstitch._core.arrays import ArrayLike
+from latentstitch.distributed import client_scope, map_tasks
 from latentstitch.similarity._registry import get_measure
 
 # Arguments that pairwise no longer takes, and where they went (else they would reach the measure as options).
@@ -91,8 +92,6 @@ def labelled(representations: Any, name: str) -> tuple[list[str], list[ArrayLike
 def _pair_values(spec, rows, columns, pairs, options, client, workers, progress) -> list[float]:
     if client is None and workers is None:
         return [_pair_value((spec, rows[i], columns[j], options)) for i, j in pairs]
-    from latentstitch.distributed import client_scope, map_tasks
-
     with client_scope(client, workers) as active:
         sent_rows = active.scatter(rows)
         sent_columns = sent_rows if columns is rows else active.scatter(columns)

@@ -24,6 +24,7 @@ import numpy as np
 
 from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.params import check_choice, check_positive_int
+from latentstitch.distributed import client_scope, map_tasks
 from latentstitch.similarity._inference import Result, add_one_p_value, more_alike_sign, quiet
 from latentstitch.similarity._null_kernels import batch_size_for
 from latentstitch.similarity._pairwise import labelled
@@ -156,8 +157,6 @@ def pairwise_test(
     if client is None and workers is None:
         outcomes = [pair_null(task) for task in tasks]
     else:
-        from latentstitch.distributed import client_scope, map_tasks
-
         with client_scope(client, workers) as active:
             outcomes = map_tasks(pair_null, tasks, client=active, progress=bool(progress), description="pairwise nulls")
     values = np.array([o[0] for o in outcomes]).reshape(m, k)

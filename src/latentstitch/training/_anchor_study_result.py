@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from latentstitch._core.figures import pyplot, save_figure
+
 
 @dataclass
 class AnchorStudy:
@@ -56,8 +58,6 @@ class AnchorStudy:
     def plot(self, path: str | Path, title: str | None = None) -> Path:
         """Two panels against the number of anchors (log scale), one line per strategy with its spread over seeds:
         zero-shot stitched accuracy, and non-stitched accuracy (the ceiling). Written as PNG."""
-        from latentstitch._core.figures import pyplot, save_figure
-
         plt = pyplot()
         summary = self.summary()
         strategies = list(dict.fromkeys(row["strategy"] for row in summary))
