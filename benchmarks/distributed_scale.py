@@ -100,7 +100,7 @@ def reset_peak() -> None:
 
 def single_process(total: int, chunk: int, d: int) -> dict[str, object]:
     from latentstitch import similarity
-    from latentstitch._core.moments import solve_least_squares
+    from latentstitch._core.least_squares import solve_least_squares
     from latentstitch.stitching import LeastSquares
 
     def cka() -> float:

@@ -12,7 +12,7 @@ import torch
 from sklearn.base import clone
 from threadpoolctl import threadpool_limits
 
-from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch.alignment import (
     FunctionalMap,
     GeneralizedProcrustes,

@@ -11,7 +11,7 @@ import torch
 
 from latentstitch import similarity as sim
 from latentstitch._core.errors import ZeroNormError
-from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch.similarity import MEASURES
 
 OPTIONS = {"minibatch_cka": {"batch_size": 10}, "cycle_knn": {"k": 5}}  # k=3 ties both directions at 27/40 here

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from synthetic_pairs import angle_preserving_per_class, rotated_scaled_shifted
 
-from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch.bridge import CLEAR_Z, Bridge, BridgeWarning, RouteScore, chance_mrr
 from latentstitch.bridge._crossval import RouteResult, choose_route
 

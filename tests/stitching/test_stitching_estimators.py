@@ -15,7 +15,7 @@ from safetensors.torch import save_file
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso, Ridge
 
-from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch._core.persist import load
 from latentstitch.invariance import INVERTIBLE_LINEAR, ORTHOGONAL, TRANSLATION, random_transform
 from latentstitch.stitching import (

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from latentstitch._core.folds import kfold, training_rows
-from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch.stitching import LatentTranslator, LeastSquares, LeastSquaresCV, ridge_path
 
 

@@ -25,7 +25,6 @@ overflow later (a chunk far larger than the first) make ``finite()`` false, and 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterator
 
 import torch
@@ -463,90 +462,3 @@ def _shifted(block: torch.Tensor, shift: torch.Tensor, enabled: bool, in_place: 
     if not enabled:
         return block
     return block.sub_(shift.to(block.dtype)) if in_place else block - shift.to(block.dtype)
-
-
-def solve_least_squares(
-    moments: CrossMoments, *, bias: bool = True, ridge: float = 0.0
-) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """The (ridge) least-squares map ``b ~ a @ coef + intercept`` from accumulated moments, in float64.
-
-    With ``bias`` the normal equations use centred moments (equivalent to ``pinv([A, 1]) B``); without, raw
-    moments (``pinv(A) B``). ``ridge`` adds ``ridge * I`` to the Gram matrix (the intercept is not penalised).
-
-    Solved by an eigendecomposition of the p x p Gram matrix: directions whose eigenvalue is below
-    ``p * eps64 * max eigenvalue`` are dropped (the minimum-norm solution) and a warning names the numerical rank.
-    Nothing is dropped silently.
-
-    Returns ``(coef (p, q), intercept (q,), numerical_rank)``.
-    """
-    if not moments.paired:
-        raise ValueError("moments: least squares needs paired statistics (update(a, b))")
-    minimum = 2 if bias else 1
-    if moments.count < minimum:
-        raise ValueError(f"a: least squares needs at least {minimum} samples, got {moments.count}")
-    gram = moments.centered_aa() if bias else moments.raw_aa()
-    cross = moments.centered_ab() if bias else moments.raw_ab()
-    p = gram.shape[0]
-    if ridge < 0:
-        raise ValueError(f"ridge: expected >= 0, got {ridge}")
-    eigenvalues, eigenvectors = torch.linalg.eigh(gram)
-    eigenvalues = eigenvalues + ridge
-    top = float(eigenvalues.detach().max())
-    keep = eigenvalues > p * torch.finfo(torch.float64).eps * max(top, 0.0)
-    rank = int(keep.sum())
-    if rank < p:
-        warnings.warn(
-            f"a: numerical rank {rank} < {p} features over {moments.count} samples"
-            f"{' (after centring)' if bias else ''}; the least-squares map is not unique and the minimum-norm "
-            "solution is returned. Use more samples, fewer features, or ridge > 0.",
-            RankDeficiencyWarning,
-            stacklevel=3,
-        )
-    v = eigenvectors[:, keep]
-    coef = v @ ((v.T @ cross) / eigenvalues[keep, None])
-    if bias:
-        intercept = moments.mean_b - moments.mean_a @ coef
-    else:
-        intercept = torch.zeros(cross.shape[1], dtype=torch.float64, device=cross.device)
-    return coef, intercept, rank
-
-
-def residual_r2(moments: CrossMoments, coef: torch.Tensor, intercept: torch.Tensor) -> float:
-    """Variance-weighted R^2 of the prediction ``a @ coef + intercept`` of ``b``, from moments alone.
-
-    ``R^2 = 1 - sum ||b_i - pred_i||^2 / sum ||b_i - mean_b||^2`` (one number over all output features; equals
-    scikit-learn's ``r2_score(..., multioutput="variance_weighted")``).
-    """
-    return float(residual_r2_tensor(moments, coef, intercept))
-
-
-def residual_r2_tensor(moments: CrossMoments, coef: torch.Tensor, intercept: torch.Tensor) -> torch.Tensor:
-    """``residual_r2`` as a 0-d float64 tensor, differentiable when the moments track gradients."""
-    if not moments.paired:
-        raise ValueError("moments: R^2 needs paired statistics (update(a, b))")
-    n = moments.count
-    if n < 2:
-        raise ValueError(f"R^2 needs at least 2 samples, got {n}")
-    coef = coef.to(torch.float64)
-    intercept = intercept.to(torch.float64)
-    # Residual r = b - a W - c, expanded in raw moments: sum |r|^2 = tr(BB) - 2 tr(W^T AB) + tr(W^T AA W)
-    #   - 2 c.(sum b) + 2 c.(W^T sum a) + n |c|^2
-    sum_a = moments.sum_a + n * moments.shift_a
-    sum_b = moments.sum_b + n * moments.shift_b
-    aa, ab, bb = moments.raw_aa(), moments.raw_ab(), moments.raw_bb()
-    residual = (
-        torch.trace(bb)
-        - 2 * torch.sum(coef * ab)
-        + torch.sum(coef * (aa @ coef))
-        - 2 * intercept @ sum_b
-        + 2 * intercept @ (coef.T @ sum_a)
-        + n * intercept @ intercept
-    )
-    total = torch.trace(moments.centered_bb())
-    if total <= 0:
-        raise ValueError("b: has zero variance, so R^2 is undefined")
-    return 1.0 - residual / total
-
-
-class RankDeficiencyWarning(UserWarning):
-    """A linear system had fewer independent directions than unknowns; the minimum-norm solution was used."""

@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, match_reference, wrap_like
-from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch._core.numerics import power_of_two_scale, safe_row_norms, unit_rows
 from latentstitch._core.params import Rule, check_bool, check_choice, check_nonnegative, rule
 from latentstitch._core.persist import Persistable

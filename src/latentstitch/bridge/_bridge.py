@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, take_rows
 from latentstitch._core.folds import kfold
-from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch._core.params import Rule, check_positive_int, check_seed, rule
 from latentstitch._core.persist import Persistable
 from latentstitch._core.progress import progress_bar

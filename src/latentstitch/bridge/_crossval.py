@@ -14,7 +14,7 @@ import torch
 
 from latentstitch._core.arrays import take_rows
 from latentstitch._core.folds import training_rows
-from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch._core.params import check_positive_int
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._results import BudgetRow, RouteScore

@@ -16,7 +16,8 @@ import torch
 
 from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.callsite import warn_at_caller
-from latentstitch._core.moments import CrossMoments, RankDeficiencyWarning
+from latentstitch._core.least_squares import RankDeficiencyWarning
+from latentstitch._core.moments import CrossMoments
 from latentstitch._core.params import check_choice, check_int, check_number
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, prepare_pair
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 
 from latentstitch._core.arrays import ArrayLike
-from latentstitch._core.moments import CrossMoments, residual_r2_tensor, solve_least_squares
+from latentstitch._core.least_squares import residual_r2_tensor, solve_least_squares
+from latentstitch._core.moments import CrossMoments
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, prepare_pair
 from latentstitch.similarity._sample_size import warn_if_trivial
 

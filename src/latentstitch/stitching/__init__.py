@@ -58,7 +58,7 @@ algebra), ``_io`` (safetensors), ``_initialize`` (one function per initialisatio
 multi-layer stitching ``_connectors``, ``_multilayer``.
 """
 
-from latentstitch._core.moments import RankDeficiencyWarning
+from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch.stitching._activations import get_activations
 from latentstitch.stitching._base import AffineMap
 from latentstitch.stitching._connectors import CONNECTORS, RelativeConnector

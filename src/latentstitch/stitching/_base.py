@@ -20,7 +20,8 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, channels_as_rows, match_reference, wrap_like
-from latentstitch._core.moments import SECOND_MOMENTS, CrossMoments, residual_r2
+from latentstitch._core.least_squares import residual_r2
+from latentstitch._core.moments import SECOND_MOMENTS, CrossMoments
 from latentstitch._core.numerics import matmul
 from latentstitch._core.params import check_float_dtype
 from latentstitch._core.persist import Persistable

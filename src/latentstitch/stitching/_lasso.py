@@ -9,7 +9,8 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from latentstitch._core.arrays import as_float_tensor
-from latentstitch._core.moments import CrossMoments, solve_least_squares
+from latentstitch._core.least_squares import solve_least_squares
+from latentstitch._core.moments import CrossMoments
 from latentstitch._core.params import Rule, check_bool, check_nonnegative, check_positive_int, rule
 from latentstitch.stitching._base import _MomentStitcher, intercept_for
 

@@ -6,7 +6,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from latentstitch._core.moments import CrossMoments, solve_least_squares
+from latentstitch._core.least_squares import solve_least_squares
+from latentstitch._core.moments import CrossMoments
 from latentstitch._core.params import Rule, check_bool, check_choice, check_nonnegative, rule
 from latentstitch.stitching._base import _MomentStitcher
 

@@ -9,7 +9,8 @@ import torch
 from torch.nn import functional as F
 
 from latentstitch._core.arrays import channels_as_rows
-from latentstitch._core.moments import CrossMoments, residual_r2
+from latentstitch._core.least_squares import residual_r2
+from latentstitch._core.moments import CrossMoments
 from latentstitch._core.params import check_positive, check_positive_int
 from latentstitch.similarity import cka
 from latentstitch.stitching._data import in_memory, iter_batches

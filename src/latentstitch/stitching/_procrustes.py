@@ -7,7 +7,8 @@ from typing import Any, ClassVar
 
 import torch
 
-from latentstitch._core.moments import CrossMoments, RankDeficiencyWarning
+from latentstitch._core.least_squares import RankDeficiencyWarning
+from latentstitch._core.moments import CrossMoments
 from latentstitch._core.numerics import svd
 from latentstitch._core.params import Rule, check_bool, rule
 from latentstitch.stitching._base import _MomentStitcher, intercept_for

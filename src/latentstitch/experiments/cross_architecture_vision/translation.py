@@ -14,7 +14,7 @@ from latentstitch.experiments.cross_architecture_vision.config import ENCODERS
 def fit_translators(anchors: dict[str, torch.Tensor], candidates: tuple[float, ...]) -> tuple[dict, dict]:
     """For each ordered pair of encoders, ``LatentTranslator``s with ridge least squares (the ridge among
     ``candidates`` by cross-validation on the anchors) and with Procrustes, fitted on all the anchors."""
-    from latentstitch._core.moments import RankDeficiencyWarning
+    from latentstitch._core.least_squares import RankDeficiencyWarning
     from latentstitch.stitching import LatentTranslator, LeastSquares, Procrustes
 
     translators, ridges = {}, {}
