@@ -126,3 +126,20 @@ def test_a_fresh_process_loads_a_class_whose_package_was_never_imported(tmp_path
     read = f"from latentstitch._core.persist import load; print(type(load({str(path)!r})).__name__)"
     shown = subprocess.run([sys.executable, "-c", read], check=True, capture_output=True, text=True).stdout
     assert shown.strip() == "GeneralizedProcrustes"
+
+
+def test_every_estimator_declares_a_rule_for_each_constructor_parameter():
+    """Parameter checks are declared once per estimator (``_parameter_constraints``), for every parameter."""
+    import inspect
+
+    import latentstitch.alignment
+    import latentstitch.bridge
+    import latentstitch.relative
+    import latentstitch.stitching  # noqa: F401  (each package registers its estimators)
+    from latentstitch._core.persist import ESTIMATOR_PACKAGES, registered_classes
+
+    assert {cls.__module__.rsplit(".", 1)[0] for cls in registered_classes().values()} <= set(ESTIMATOR_PACKAGES)
+    for name, cls in registered_classes().items():
+        signature = inspect.signature(cls.__init__)
+        params = {p for p, v in signature.parameters.items() if p != "self" and v.kind is v.POSITIONAL_OR_KEYWORD}
+        assert set(cls._parameter_constraints) == params, f"{name}: declare a rule for each of {sorted(params)}"

@@ -841,9 +841,9 @@ def anchor_cases() -> list[Case]:
 
 def estimator_class(name: str) -> type:
     import latentstitch  # noqa: F401  (registers every class)
-    from latentstitch._core.persist import _CLASSES
+    from latentstitch._core.persist import registered_classes
 
-    return _CLASSES[name]
+    return registered_classes()[name]
 
 
 def make_estimator(name: str, **changes: Any) -> Any:

@@ -240,6 +240,11 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     return header, tensors
 
 
+def registered_classes() -> dict[str, type]:
+    """The persistable classes registered so far (by class name): those of the packages imported until now."""
+    return dict(_CLASSES)
+
+
 #: The packages that define persistable estimators. A class registers itself when its module is imported; a file
 #: read before that package was imported (the package root imports lazily) finds it after these are imported by
 #: name. A plugin-style lookup: the core names them as strings and imports nothing above it at import time.
