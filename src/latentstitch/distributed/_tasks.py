@@ -10,7 +10,6 @@ from typing import Any
 from latentstitch._core.extras import require
 from latentstitch._core.params import check_positive_int
 from latentstitch._core.progress import new_progress
-from latentstitch.distributed._worker import TorchThreads
 
 
 def get_client(client: Any = None, workers: int | None = None) -> Any:
@@ -51,6 +50,8 @@ def get_client(client: Any = None, workers: int | None = None) -> Any:
 def pin_torch_threads(client: Any, threads: int = 1) -> None:
     """Register a worker plugin that sets torch's intra-op threads on every worker of ``client``'s cluster, now and
     on workers that join or restart later. Clusters started by ``get_client`` have it (one thread)."""
+    from latentstitch.distributed._worker import TorchThreads  # imports distributed: only where it is installed
+
     client.register_plugin(TorchThreads(threads))
 
 
