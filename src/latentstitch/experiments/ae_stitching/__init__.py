@@ -26,6 +26,7 @@ from latentstitch.experiments._report import Report, judge
 from latentstitch.experiments.ae_stitching import figures, patterns, tables
 from latentstitch.experiments.ae_stitching.config import FULL, KINDS, PAPER_MSE, QUICK, Config
 from latentstitch.experiments.ae_stitching.training import mean_image_mse, stitching_errors, test_mse, train_kind
+from latentstitch.relative import select_anchors
 
 HELP = "stitch AE/VAE encoders and decoders across seeds, absolute vs relative latents (MNIST, Fashion-MNIST)"
 PAPER = (
@@ -122,8 +123,6 @@ def measure(
 ) -> tuple[dict[str, dict], dict[str, dict[str, torch.Tensor]]]:
     """Test errors of every (dataset, model, latent) and reconstructions of 8 test images per dataset, each stage
     kept in ``checkpoint`` (if given) and taken from it when it is there already."""
-    from latentstitch.relative import select_anchors
-
     checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, {}, resume=False)
     mse: dict[str, dict] = {}
     samples: dict[str, dict[str, torch.Tensor]] = {}

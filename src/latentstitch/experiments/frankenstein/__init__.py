@@ -38,7 +38,8 @@ from latentstitch.experiments.frankenstein import (
     fig8_sparsity,
     patterns,
 )
-from latentstitch.experiments.frankenstein.config import FULL, QUICK, Config, channels
+from latentstitch.experiments.frankenstein.config import FULL, QUICK, Config, channels, layer_channels
+from latentstitch.experiments.frankenstein.context import Context
 
 HELP = "stitch two Tiny-10s on Fashion-MNIST at every layer: least squares vs task loss, rank, sparsity, CKA, width"
 PAPER = (
@@ -77,8 +78,6 @@ def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False, con
 def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
     """Every experiment's numbers (plain JSON values), in the order the base networks are needed; each finished
     experiment kept in ``checkpoint`` (if given) and taken from it when it is there already."""
-    from latentstitch.experiments.frankenstein.context import Context
-
     checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, {}, resume=False)
 
     stages = 2 + 2 + len(config.init_layers) * (2 * config.init_runs + 1) + 1 + 1
@@ -220,8 +219,6 @@ def render(numbers: dict[str, Any], config: Config, out_dir: Path, *, quick: boo
 
 
 def differences(config: Config, quick: bool) -> list[str]:
-    from latentstitch.experiments.frankenstein.config import layer_channels
-
     x1 = config.widths[0]
     full_rank = [
         f"{layer} ({layer_channels(config, layer)} channels)"

@@ -11,6 +11,8 @@ import torch
 from latentstitch.data import ParallelSplit
 from latentstitch.experiments._text import embed
 from latentstitch.experiments.robust_relative.models import VARIANTS, build_model, evaluate, train_model
+from latentstitch.models import ZeroShotStitched
+from latentstitch.relative import select_anchors
 
 
 def run_split(
@@ -27,9 +29,6 @@ def run_split(
     """``domains``: language -> frozen encoder. Returns every direction's runs per variant (``results``, the same seed
     on both sides: the paper's protocol), the control with the head of another seed (``other_seed``), and the
     number of anchors (= the narrowest latent width, as the paper's 768 anchors for 768-d RoBERTa)."""
-    from latentstitch.models import ZeroShotStitched
-    from latentstitch.relative import select_anchors
-
     n_train = len(split.y_train)
     x = {
         lang: torch.from_numpy(

@@ -26,6 +26,7 @@ from latentstitch.experiments.word_embeddings.vocabularies import (
     trained_pair,
     training_corpus,
 )
+from latentstitch.relative import select_anchors
 
 HELP = "fastText vs word2vec (trained on packaged text) and GloVe vs spaCy: cross-space retrieval, absolute vs relative"
 PAPER = (
@@ -124,8 +125,6 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
     """Train the fastText / word2vec pair, load GloVe / spaCy, measure cross-space retrieval, draw the figures into
     ``out_dir``; return the report. ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting;
     ``quick`` says what to report."""
-    from latentstitch.relative import select_anchors
-
     started = time.perf_counter()
     config = (QUICK if quick else FULL) if config is None else config
     seeds = list(config.seeds)
