@@ -47,6 +47,8 @@ from latentstitch.data._words import (
     load_bilingual_lexicon,
     load_glove_50d,
     load_spacy_vectors,
+    spacy_table,
+    spacy_vocabulary,
 )
 
 __all__ = [
@@ -80,6 +82,8 @@ __all__ = [
     "load_spacy_vectors",
     "read_hf_saved",
     "read_idx",
+    "spacy_table",
+    "spacy_vocabulary",
     "split_dataset",
     "stochastic_block_model",
     "stratified_subset",

@@ -8,9 +8,10 @@ One folder per reproduction, named as the command names it (``latentstitch repro
 decides) and modules for its parts;
 Frankenstein has a module per figure of the paper (``frankenstein/fig4_similarity_trace.py`` is Figure 4).
 
-The shared pieces are the underscore modules here: ``_report`` (Report, tables, Pattern / Rule / Verdict, figure
-saving), ``_image_tasks`` (the image datasets, seeded training), ``_text`` (text datasets, cached sentence
-embeddings, heads on frozen embeddings), ``_grid`` (grids of runs, optionally on a Dask cluster). ``registry``
+The shared pieces are the underscore modules here: ``_report`` (Report: results.json / results.md; it re-exports
+``_tables``: ResultTable, mean_std, and ``_patterns``: Pattern / Rule / Verdict / judge), ``_image_tasks`` (the
+image datasets, seeded training), ``_text`` (text datasets, cached sentence embeddings, heads on frozen
+embeddings), ``_grid`` (grids of runs, optionally on a Dask cluster). ``registry``
 names the reproductions, ``reproduce`` runs them, ``demo`` is the quick demo; their command lines are in
 ``latentstitch.cli``.
 """

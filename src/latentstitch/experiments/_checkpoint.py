@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from latentstitch._core.persist import read_json, read_safetensors
-from latentstitch.experiments._report import _jsonable
+from latentstitch.experiments._report import jsonable
 
 FOLDER = "checkpoint"
 _SETTINGS = "settings.json"
@@ -80,7 +80,7 @@ class Checkpoint:
             self.resumed.append(name)
             self.log(f"{name}: from the checkpoint")
             return read_json(path, "--resume")
-        text = json.dumps(compute(), default=_jsonable, allow_nan=True)
+        text = json.dumps(compute(), default=jsonable, allow_nan=True)
         if path is not None:
             _write_text(path, text)
             self._kept()
@@ -131,7 +131,7 @@ _SUFFIXES = (".json", ".safetensors")
 
 
 def _plain(settings: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(settings, default=_jsonable, sort_keys=True))
+    return json.loads(json.dumps(settings, default=jsonable, sort_keys=True))
 
 
 def _write_text(path: Path, text: str) -> None:

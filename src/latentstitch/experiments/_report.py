@@ -12,216 +12,51 @@ quick run that cannot show anything is a *smoke test* (``Report.smoke``): it pri
 An experiment builds a ``Report`` and calls ``report.write(out_dir)`` and ``report.print()``; the files are
 ``results.json`` (every number, ``"kind": "reproduction"``) and ``results.md`` (the tables, differences and
 verdicts, with links to the PNGs).
+
+This module holds ``Report`` (what a run shows, and writing it); the tables are in ``_tables`` (``ResultTable``,
+``mean_std``, cell formatting) and the patterns in ``_patterns`` (``Pattern``, ``Rule``, ``Verdict``, ``judge``,
+``Expectation``). The reproductions import all of them from here.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: Comparison operators a ``Rule`` may use.
-OPERATORS = (">=", "<=", ">", "<")
+from latentstitch.experiments._patterns import (
+    OPERATORS,
+    Expectation,
+    Pattern,
+    Rule,
+    Verdict,
+    above,
+    at_least,
+    at_most,
+    below,
+    judge,
+)
+from latentstitch.experiments._tables import ResultTable, format_number, format_value, mean_std
 
-
-def mean_std(values: list[float] | tuple[float, ...]) -> tuple[float, float]:
-    """Mean and (population) standard deviation of a list of runs."""
-    n = len(values)
-    if n == 0:
-        raise ValueError("values: need at least one run")
-    mean = sum(values) / n
-    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / n)
-
-
-def format_value(value: Any, digits: int = 3) -> str:
-    """Floats with ``digits`` decimals, (mean, std) pairs as ``mean ± std``, None as "n/a"."""
-    if value is None:
-        return "n/a"
-    if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, (int, float)) for v in value):
-        return f"{value[0]:.{digits}f} ± {value[1]:.{digits}f}"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
-
-
-def format_number(value: float | None) -> str:
-    """A measured value as a verdict shows it: three significant digits, "n/a" when missing or not a number."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    if isinstance(value, bool):
-        return str(value)
-    return f"{value:.3g}"
-
-
-@dataclass
-class ResultTable:
-    """A table of results. Cells are strings, floats, ``(mean, std)`` pairs or None (not applicable)."""
-
-    title: str
-    columns: list[str]
-    rows: list[list[Any]]
-    note: str = ""
-    digits: int = 3
-
-    def markdown(self) -> str:
-        def cell(text: str) -> str:  # a "|" inside a cell would split it
-            return text.replace("|", "\\|")
-
-        lines = [
-            f"**{self.title}**",
-            "",
-            "| " + " | ".join(map(cell, self.columns)) + " |",
-            "|" + "---|" * len(self.columns),
-        ]
-        for row in self.rows:
-            lines.append("| " + " | ".join(cell(format_value(v, self.digits)) for v in row) + " |")
-        if self.note:
-            lines += ["", self.note]
-        return "\n".join(lines)
-
-    def rich(self):
-        from rich.table import Table
-
-        table = Table(title=self.title, caption=self.note or None)
-        for i, column in enumerate(self.columns):
-            table.add_column(column, justify="left" if i == 0 else "right")
-        for row in self.rows:
-            table.add_row(*(format_value(v, self.digits) for v in row))
-        return table
-
-
-@dataclass(frozen=True)
-class Rule:
-    """``ours OP threshold`` decides whether a pattern holds (``unit`` is only for display: "x", " points")."""
-
-    op: str
-    threshold: float
-    unit: str = ""
-
-    def __post_init__(self):
-        if self.op not in OPERATORS:
-            raise ValueError(f"op: expected one of {', '.join(OPERATORS)}, got {self.op!r}")
-        if not math.isfinite(self.threshold):
-            raise ValueError(f"threshold: expected a finite number, got {self.threshold!r}")
-
-    def holds(self, value: float | None) -> bool | None:
-        """Whether ``value`` satisfies the rule; None when there is no value to judge (None or NaN)."""
-        if value is None or math.isnan(float(value)):
-            return None
-        value = float(value)
-        return {
-            ">=": value >= self.threshold,
-            "<=": value <= self.threshold,
-            ">": value > self.threshold,
-            "<": value < self.threshold,
-        }[self.op]
-
-    def text(self) -> str:
-        return f"{self.op} {self.threshold:g}{self.unit}"
-
-
-def at_least(threshold: float, unit: str = "") -> Rule:
-    return Rule(">=", threshold, unit)
-
-
-def at_most(threshold: float, unit: str = "") -> Rule:
-    return Rule("<=", threshold, unit)
-
-
-def above(threshold: float, unit: str = "") -> Rule:
-    return Rule(">", threshold, unit)
-
-
-def below(threshold: float, unit: str = "") -> Rule:
-    return Rule("<", threshold, unit)
-
-
-@dataclass(frozen=True)
-class Pattern:
-    """An expected pattern from the paper, declared once per reproduction.
-
-    ``claim``: the pattern in words; ``paper``: the paper's number(s) for it (or what the paper says); ``measure``:
-    what our number is; ``rule``: how our number decides it. ``headline`` patterns are also judged by the quick run
-    (whose smaller setting is built to show them; CI fails when one does not hold there).
-    """
-
-    key: str
-    claim: str
-    paper: str
-    measure: str
-    rule: Rule
-    headline: bool = False
-
-    def judge(self, ours: float | None, detail: str = "") -> Verdict:
-        """The verdict on our measured value (None or NaN: not computable, which does not hold)."""
-        value = None if ours is None or (isinstance(ours, float) and math.isnan(ours)) else float(ours)
-        holds = self.rule.holds(value)
-        return Verdict(
-            key=self.key,
-            claim=self.claim,
-            paper=self.paper,
-            measure=self.measure,
-            rule=self.rule.text(),
-            ours=value,
-            holds=bool(holds),
-            detail=detail if holds is not None else (detail or "not computable in this run"),
-            headline=self.headline,
-        )
-
-
-@dataclass
-class Verdict:
-    """A pattern judged on one run: our value beside the paper's, and whether the rule holds."""
-
-    key: str
-    claim: str
-    paper: str
-    measure: str
-    rule: str
-    ours: float | None
-    holds: bool
-    detail: str = ""
-    headline: bool = False
-
-    def line(self) -> str:
-        status = "holds" if self.holds else "DOES NOT HOLD"
-        text = (
-            f"{self.claim}: {status} ({self.measure} {format_number(self.ours)}, rule {self.rule}; paper {self.paper})"
-        )
-        return text + (f"; {self.detail}" if self.detail else "")
-
-
-def judge(patterns: list[Pattern] | tuple[Pattern, ...], measured: dict[str, Any], *, quick: bool) -> list[Verdict]:
-    """Verdicts of ``patterns`` on ``measured`` (key -> value or (value, detail)); a quick run judges the headline
-    patterns only. Every judged pattern must have a measurement (a missing key is a programming error)."""
-    keys = [p.key for p in patterns]
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"patterns: keys must be unique, got {keys}")
-    verdicts = []
-    for pattern in patterns:
-        if quick and not pattern.headline:
-            continue
-        if pattern.key not in measured:
-            raise KeyError(f"measured: no value for pattern {pattern.key!r}")
-        entry = measured[pattern.key]
-        ours, detail = entry if isinstance(entry, tuple) else (entry, "")
-        verdicts.append(pattern.judge(ours, detail))
-    return verdicts
-
-
-@dataclass
-class Expectation:
-    """A check of the demo (not a reproduction: reproductions declare ``Pattern`` s and judge ``Verdict`` s)."""
-
-    description: str
-    holds: bool
-    detail: str = ""
-
-    def line(self) -> str:
-        status = "holds" if self.holds else "DOES NOT HOLD"
-        return f"{self.description}: {status}" + (f" ({self.detail})" if self.detail else "")
+__all__ = [
+    "OPERATORS",
+    "Expectation",
+    "Pattern",
+    "Report",
+    "ResultTable",
+    "Rule",
+    "Verdict",
+    "above",
+    "at_least",
+    "at_most",
+    "below",
+    "format_number",
+    "format_value",
+    "jsonable",
+    "judge",
+    "mean_std",
+]
 
 
 @dataclass
@@ -316,12 +151,12 @@ class Report:
         out.mkdir(parents=True, exist_ok=True)
         payload = {"kind": self.kind, **asdict(self)}
         payload["figures"] = {caption: Path(path).name for caption, path in self.figures.items()}
-        (out / "results.json").write_text(json.dumps(payload, indent=2, default=_jsonable, allow_nan=True) + "\n")
+        (out / "results.json").write_text(json.dumps(payload, indent=2, default=jsonable, allow_nan=True) + "\n")
         (out / "results.md").write_text(self.markdown())
         return out
 
     def print(self, out_dir: Path | str | None = None) -> None:
-        from rich.console import Console
+        from rich.console import Console  # deferred: reproduce.py (the CLI) imports this module
 
         console = Console(width=max(120, Console().width))
         console.rule(self.title)
@@ -343,7 +178,7 @@ class Report:
 _PATTERN_COLUMNS = ["pattern (★ headline)", "paper", "ours", "rule", "verdict"]
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return value.tolist()
     if isinstance(value, Path):

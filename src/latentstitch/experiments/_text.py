@@ -14,6 +14,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from latentstitch.data import load_bbc_news
+from latentstitch.encoders import get_encoder
+from latentstitch.models import AbsoluteHead, RelativeHead
+from latentstitch.training import RandomBatchSampler, TensorBatches, classification_loss, fit
+
 #: Sentence encoders of the text reproductions and their widths (see ``latentstitch.encoders``).
 TEXT_ENCODERS = {"minilm-l6": 384, "paraphrase-minilm-l3": 384, "use-m3": 512, "e5-small": 384}
 SHORT_NAMES = {
@@ -47,8 +52,6 @@ class TextTask:
 def bbc_task(n: int, max_chars: int, *, test_size: float = 0.25, seed: int = 0) -> TextTask:
     """A stratified subset of ``n`` BBC News articles, each cut to its first ``max_chars`` characters (title and
     lead), split stratified into train and test."""
-    from latentstitch.data import load_bbc_news
-
     split = load_bbc_news(n=n, test_size=test_size, seed=seed)
     cut = [text[:max_chars] for text in split.x_train], [text[:max_chars] for text in split.x_test]
     return TextTask("bbc-news", cut[0], cut[1], split.y_train, split.y_test, split.classes)
@@ -60,8 +63,6 @@ def embed(encoder: str, texts: Sequence[str], *, progress: bool, encoders: dict 
     Encoders use two threads while encoding (the reproductions train their small heads on one). ``encoders``
     keeps built encoders between calls (a model loads once per run).
     """
-    from latentstitch.encoders import get_encoder
-
     cache = encoders if encoders is not None else {}
     if encoder not in cache:
         cache[encoder] = get_encoder(encoder)
@@ -112,8 +113,6 @@ def train_head(
 ) -> nn.Module:
     """The relreps head recipe on frozen embeddings: Adam, cross-entropy, shuffled batches (``fit``); the last
     incomplete batch is dropped (the heads standardise over the batch and need two samples at least)."""
-    from latentstitch.training import RandomBatchSampler, TensorBatches, classification_loss, fit
-
     batches = TensorBatches((x, y), RandomBatchSampler(len(x), batch_size, drop_last=True, seed=seed))
     fit(head, classification_loss, batches, epochs=epochs, lr=lr, seed=seed, progress=False)
     return head.eval()
@@ -137,8 +136,6 @@ def relative_head(
 ) -> nn.Module:
     """A ``RelativeHead`` (text recipe) on the embeddings' cosine similarities to ``x_train[anchor_index]``,
     initialised under ``torch.manual_seed(seed)`` and trained with :func:`train_head`."""
-    from latentstitch.models import RelativeHead
-
     torch.manual_seed(seed)
     head = RelativeHead(x_train[torch.as_tensor(anchor_index)], num_classes, center=center)
     return train_head(head, x_train, y_train, epochs=epochs, seed=seed)
@@ -146,7 +143,5 @@ def relative_head(
 
 def absolute_head(x_train: torch.Tensor, y_train: torch.Tensor, num_classes: int, *, seed: int, epochs: int):
     """The same head recipe on the absolute embeddings (``AbsoluteHead``)."""
-    from latentstitch.models import AbsoluteHead
-
     torch.manual_seed(seed)
     return train_head(AbsoluteHead(x_train.shape[1], num_classes), x_train, y_train, epochs=epochs, seed=seed)

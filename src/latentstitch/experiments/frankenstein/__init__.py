@@ -38,7 +38,8 @@ from latentstitch.experiments.frankenstein import (
     fig8_sparsity,
     patterns,
 )
-from latentstitch.experiments.frankenstein.config import FULL, QUICK, Config, channels
+from latentstitch.experiments.frankenstein.config import FULL, QUICK, Config, channels, layer_channels
+from latentstitch.experiments.frankenstein.context import Context
 
 HELP = "stitch two Tiny-10s on Fashion-MNIST at every layer: least squares vs task loss, rank, sparsity, CKA, width"
 PAPER = (
@@ -77,8 +78,6 @@ def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False, con
 def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
     """Every experiment's numbers (plain JSON values), in the order the base networks are needed; each finished
     experiment kept in ``checkpoint`` (if given) and taken from it when it is there already."""
-    from latentstitch.experiments.frankenstein.context import Context
-
     checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, {}, resume=False)
 
     stages = 2 + 2 + len(config.init_layers) * (2 * config.init_runs + 1) + 1 + 1
@@ -135,8 +134,26 @@ def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None
 def render(numbers: dict[str, Any], config: Config, out_dir: Path, *, quick: bool, seconds: float | None) -> Report:
     """The report (tables, verdicts, figures drawn into ``out_dir``) from a run's numbers."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    figures = draw(numbers, config, out_dir)
+    return Report(
+        name="frankenstein",
+        title="Dr. Frankenstein on Fashion-MNIST: stitching two Tiny-10 networks",
+        paper=PAPER,
+        setting=setting(numbers, config),
+        differences=differences(config, quick),
+        tables=tables(numbers, config),
+        patterns=judge(patterns.patterns(config), patterns.measure(numbers, config), quick=quick),
+        figures=figures,
+        numbers=numbers,
+        seconds=seconds,
+        quick=quick,
+    )
+
+
+def draw(numbers: dict[str, Any], config: Config, out_dir: Path) -> dict[str, str]:
+    """Every figure, in ``out_dir``: caption -> path."""
     traces = numbers["experiment5"][config.trace_layer]["traces"]
-    figures = {
+    return {
         "Figure 2: relative accuracy and cross-entropy per layer": fig2_layers.plot(
             numbers["figure2"], out_dir / "fig2_layers.png"
         ),
@@ -162,14 +179,18 @@ def render(numbers: dict[str, Any], config: Config, out_dir: Path, *, quick: boo
             numbers["experiment2"], config, out_dir / "fig3_width.png"
         ),
     }
-    base = numbers["base_accuracy"]
-    tables = [
+
+
+def tables(numbers: dict[str, Any], config: Config) -> list[ResultTable]:
+    """The base networks' accuracy, then each figure's tables."""
+    traces = numbers["experiment5"][config.trace_layer]["traces"]
+    return [
         ResultTable(
             "Base networks: test accuracy",
             ["network", "seed", "accuracy", "paper"],
             [
                 [f"x{b['width'] / config.widths[0]:g} (width {b['width']:g})", b["seed"], b["accuracy"], None]
-                for b in base
+                for b in numbers["base_accuracy"]
             ],
             note="the paper reports no base accuracy in its text (Tiny-10 on CIFAR-10)",
         ),
@@ -183,45 +204,33 @@ def render(numbers: dict[str, Any], config: Config, out_dir: Path, *, quick: boo
         exp6_mode_connectivity.table(numbers["experiment6"], config.lambdas),
         fig3_width.table(numbers["experiment2"], config),
     ]
-    verdicts = judge(patterns.patterns(config), patterns.measure(numbers, config), quick=quick)
-    main_accuracy = ", ".join(f"{b['accuracy']:.3f}" for b in base if b["width"] == config.width)
-    return Report(
-        name="frankenstein",
-        title="Dr. Frankenstein on Fashion-MNIST: stitching two Tiny-10 networks",
-        paper=PAPER,
-        setting={
-            "data": f"Fashion-MNIST (Debian dataset-fashion-mnist, official split): {config.n_train} stratified "
-            f"training images, {config.n_test} test images",
-            "networks": f"Tiny-10 at width x{config.width:g} of the paper's (channels "
-            f"{', '.join(str(c) for c in channels(config.width))}), seeds {config.seeds[0]} and {config.seeds[1]}, "
-            f"Adam 1e-3, batch {config.base_batch}, {config.base_epochs} epochs; test accuracy {main_accuracy}",
-            "stitching": "after each batch norm (bn1..bn8, as the reference code), 1x1 convolution; direct matching "
-            f"on {config.n_direct} training images (every spatial position a sample); task loss: soft labels from "
-            f"model B, Adam 1e-3, lr x0.1 after 1/3 and 2/3 of the steps, batch {config.stitch_batch}, on "
-            f"{config.n_stitch} images, least-squares init; both networks frozen",
-            "optimisation budget": f"{config.stitch_epochs} epochs = {config.steps(config.stitch_epochs):,} Adam steps "
-            f"per stitching layer in Figures 4-5 and Experiments 5-6 at {', '.join(config.long_layers)}; "
-            f"{config.sweep_epochs} epochs = {config.steps(config.sweep_epochs):,} steps in Figures 2, 3, 7, 8 and "
-            "Experiments 5-6 at the other layers (paper: 30 epochs of "
-            "50,000 images at batch 128, ~11,700 steps, everywhere)",
-            "evaluation": f"relative accuracy = accuracy(stitched) / accuracy(model B) on {config.n_test} test images",
-            "pairs": f"seed {config.seeds[0]} -> {config.seeds[1]} and back (Figure 2); {config.seeds[0]} -> "
-            f"{config.seeds[1]} elsewhere",
-            "threads": torch.get_num_threads(),
-        },
-        differences=differences(config, quick),
-        tables=tables,
-        patterns=verdicts,
-        figures=figures,
-        numbers=numbers,
-        seconds=seconds,
-        quick=quick,
-    )
+
+
+def setting(numbers: dict[str, Any], config: Config) -> dict[str, Any]:
+    main_accuracy = ", ".join(f"{b['accuracy']:.3f}" for b in numbers["base_accuracy"] if b["width"] == config.width)
+    return {
+        "data": f"Fashion-MNIST (Debian dataset-fashion-mnist, official split): {config.n_train} stratified "
+        f"training images, {config.n_test} test images",
+        "networks": f"Tiny-10 at width x{config.width:g} of the paper's (channels "
+        f"{', '.join(str(c) for c in channels(config.width))}), seeds {config.seeds[0]} and {config.seeds[1]}, "
+        f"Adam 1e-3, batch {config.base_batch}, {config.base_epochs} epochs; test accuracy {main_accuracy}",
+        "stitching": "after each batch norm (bn1..bn8, as the reference code), 1x1 convolution; direct matching "
+        f"on {config.n_direct} training images (every spatial position a sample); task loss: soft labels from "
+        f"model B, Adam 1e-3, lr x0.1 after 1/3 and 2/3 of the steps, batch {config.stitch_batch}, on "
+        f"{config.n_stitch} images, least-squares init; both networks frozen",
+        "optimisation budget": f"{config.stitch_epochs} epochs = {config.steps(config.stitch_epochs):,} Adam steps "
+        f"per stitching layer in Figures 4-5 and Experiments 5-6 at {', '.join(config.long_layers)}; "
+        f"{config.sweep_epochs} epochs = {config.steps(config.sweep_epochs):,} steps in Figures 2, 3, 7, 8 and "
+        "Experiments 5-6 at the other layers (paper: 30 epochs of "
+        "50,000 images at batch 128, ~11,700 steps, everywhere)",
+        "evaluation": f"relative accuracy = accuracy(stitched) / accuracy(model B) on {config.n_test} test images",
+        "pairs": f"seed {config.seeds[0]} -> {config.seeds[1]} and back (Figure 2); {config.seeds[0]} -> "
+        f"{config.seeds[1]} elsewhere",
+        "threads": torch.get_num_threads(),
+    }
 
 
 def differences(config: Config, quick: bool) -> list[str]:
-    from latentstitch.experiments.frankenstein.config import layer_channels
-
     x1 = config.widths[0]
     full_rank = [
         f"{layer} ({layer_channels(config, layer)} channels)"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from latentstitch.models import TINY10_CHANNELS, scaled_channels
+
 TINY10_LAYERS = tuple(f"bn{i}" for i in range(1, 9))
 
 
@@ -120,9 +122,6 @@ QUICK = Config(
 
 def channels(width: float) -> tuple[int, ...]:
     """Tiny-10's channels at ``width`` (1.0 = the paper's)."""
-    from latentstitch.models import TINY10_CHANNELS
-    from latentstitch.models._blocks import scaled_channels
-
     return scaled_channels(TINY10_CHANNELS, width)
 
 

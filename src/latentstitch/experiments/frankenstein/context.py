@@ -12,8 +12,11 @@ import torch
 from torch import nn
 
 from latentstitch._core.figures import save_figure
+from latentstitch.data import load_fashion_mnist
 from latentstitch.experiments._checkpoint import Checkpoint
 from latentstitch.experiments.frankenstein.config import Config
+from latentstitch.models import accuracy, tiny10, train_classifier
+from latentstitch.stitching import stitch_metrics
 
 
 class Context:
@@ -21,8 +24,6 @@ class Context:
     ``checkpoint`` keeps the trained base networks (and the run's finished stages) of a run that may be resumed."""
 
     def __init__(self, config: Config, stage: Callable[[str], None], checkpoint: Checkpoint | None = None):
-        from latentstitch.data import load_fashion_mnist
-
         self.config = config
         self.stage = stage
         self.checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, {}, resume=False)
@@ -38,8 +39,6 @@ class Context:
 
     def model(self, width: float, seed: int) -> nn.Module:
         """Tiny-10 at ``width`` trained from ``seed`` (trained on first use)."""
-        from latentstitch.models import accuracy, tiny10, train_classifier
-
         if (width, seed) not in self.models:
 
             def train() -> dict[str, torch.Tensor]:
@@ -76,8 +75,6 @@ class Context:
 
     def metrics(self, stitched: Any) -> dict[str, float]:
         """``stitch_metrics`` on the evaluation images (relative accuracy, cross-entropy to B...)."""
-        from latentstitch.stitching import stitch_metrics
-
         return stitch_metrics(stitched, self.eval_data)
 
 

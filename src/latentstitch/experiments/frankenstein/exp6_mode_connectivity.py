@@ -12,11 +12,10 @@ from torch import nn
 
 from latentstitch.experiments._report import ResultTable, mean_std
 from latentstitch.experiments.frankenstein.context import Context, new_figure, save
+from latentstitch.stitching import interpolate_layers, stitch
 
 
 def measure(context: Context, init_runs: dict[str, Any], random_layers: dict[str, list[nn.Module]]) -> dict[str, Any]:
-    from latentstitch.stitching import interpolate_layers, stitch
-
     config = context.config
     model_a, model_b = context.pair()
     out: dict[str, Any] = {}

@@ -11,14 +11,22 @@ import torch
 from latentstitch.experiments._grid import grid_client
 from latentstitch.experiments._report import ResultTable, mean_std
 from latentstitch.experiments.frankenstein.context import Context, save
+from latentstitch.similarity import cka
+from latentstitch.stitching import (
+    LeastSquares,
+    Procrustes,
+    SweepResult,
+    TaskLoss,
+    get_activations,
+    plot_sweep,
+    stitch,
+    sweep,
+)
 
 METHODS = ("least squares", "Procrustes", "task loss")
 
 
 def measure(context: Context) -> dict[str, Any]:
-    from latentstitch.similarity import cka
-    from latentstitch.stitching import LeastSquares, Procrustes, TaskLoss, get_activations, stitch, sweep
-
     config = context.config
     a, b = config.seeds
     methods = dict(zip(METHODS, (LeastSquares(), Procrustes(), TaskLoss(**context.task_loss(sweep=True))), strict=True))
@@ -54,8 +62,6 @@ def measure(context: Context) -> dict[str, Any]:
 
 def sweep_results(numbers: dict[str, Any]) -> list[Any]:
     """The sweeps as ``SweepResult`` objects (rows only), from the JSON numbers."""
-    from latentstitch.stitching import SweepResult
-
     return [SweepResult(s["layers"], s["methods"], s["rows"]) for s in numbers["sweeps"]]
 
 
@@ -106,8 +112,6 @@ def baselines_table(numbers: dict[str, Any]) -> ResultTable:
 
 
 def plot(numbers: dict[str, Any], path: Path) -> str:
-    from latentstitch.stitching import plot_sweep
-
     figure = plot_sweep(
         sweep_results(numbers), title="Fig. 2: stitching two Tiny-10s on Fashion-MNIST", cross_entropy=True
     )

@@ -13,12 +13,11 @@ from latentstitch.experiments._report import ResultTable
 from latentstitch.experiments.frankenstein import fig2_layers
 from latentstitch.experiments.frankenstein.config import Config
 from latentstitch.experiments.frankenstein.context import Context, new_figure, save
+from latentstitch.stitching import LeastSquares, TaskLoss, sweep
 
 
 def measure(context: Context, figure2: dict[str, Any]) -> dict[str, dict[str, float]]:
     """``{width: {layer: relative accuracy}}`` (widths as strings, for JSON)."""
-    from latentstitch.stitching import LeastSquares, TaskLoss, sweep
-
     config = context.config
     main = fig2_layers.sweep_results(figure2)[0]
     out: dict[str, dict[str, float]] = {}

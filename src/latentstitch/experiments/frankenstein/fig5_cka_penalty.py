@@ -8,11 +8,10 @@ from typing import Any
 
 from latentstitch.experiments._report import ResultTable
 from latentstitch.experiments.frankenstein.context import Context, new_figure, save
+from latentstitch.stitching import fit_task_loss, stitch
 
 
 def measure(context: Context) -> dict[str, Any]:
-    from latentstitch.stitching import fit_task_loss, stitch
-
     config = context.config
     model = context.model(config.width, config.seeds[0])
     layer = config.cka_layer

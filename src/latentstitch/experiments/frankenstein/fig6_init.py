@@ -13,14 +13,13 @@ from torch import nn
 
 from latentstitch.experiments._report import ResultTable, mean_std
 from latentstitch.experiments.frankenstein.context import Context, new_figure, save
+from latentstitch.stitching import LeastSquares, fit_direct, fit_task_loss, stitch
 
 INITS = ("random", "least squares")
 
 
 def measure(context: Context) -> tuple[dict[str, Any], dict[str, list[nn.Module]]]:
     """Per layer: relative accuracy of every run per init, Figure 4's traces; and the random-init layers."""
-    from latentstitch.stitching import LeastSquares, fit_direct, fit_task_loss, stitch
-
     config = context.config
     model_a, model_b = context.pair()
     runs: dict[str, dict[str, list[Any]]] = {}
@@ -65,8 +64,6 @@ def layer_tensors(random_layers: dict[str, list[nn.Module]]) -> dict[str, torch.
 
 def layers_from_tensors(context: Context, tensors: dict[str, torch.Tensor]) -> dict[str, list[nn.Module]]:
     """``layer_tensors`` back into stitching layers of the main pair (strict: every parameter present)."""
-    from latentstitch.stitching import stitch
-
     model_a, model_b = context.pair()
     out: dict[str, list[nn.Module]] = {}
     for layer in context.config.init_layers:

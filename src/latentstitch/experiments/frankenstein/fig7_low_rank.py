@@ -10,11 +10,10 @@ import numpy as np
 
 from latentstitch.experiments._report import ResultTable
 from latentstitch.experiments.frankenstein.context import Context, new_figure, save
+from latentstitch.stitching import ReducedRank, fit_direct, fit_task_loss, stitch
 
 
 def measure(context: Context) -> list[dict[str, Any]]:
-    from latentstitch.stitching import ReducedRank, fit_direct, fit_task_loss, stitch
-
     config = context.config
     model_a, model_b = context.pair()
     rows = []

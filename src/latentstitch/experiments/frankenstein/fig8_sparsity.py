@@ -8,14 +8,13 @@ from typing import Any
 
 from latentstitch.experiments._report import ResultTable
 from latentstitch.experiments.frankenstein.context import Context, interpolated, save
+from latentstitch.stitching import SparsityResult, sparsity_sweep
 
 THRESHOLD = 1e-4
 METHODS = ("task loss (L1)", "direct (Lasso)")
 
 
 def measure(context: Context) -> list[dict[str, Any]]:
-    from latentstitch.stitching import sparsity_sweep
-
     config = context.config
     model_a, model_b = context.pair()
     context.stage(f"Figure 8: sparsity at {config.sparsity_layer}")
@@ -54,6 +53,4 @@ def table(rows: list[dict[str, Any]], layer: str) -> ResultTable:
 
 
 def plot(rows: list[dict[str, Any]], layer: str, path: Path) -> str:
-    from latentstitch.stitching import SparsityResult
-
     return save(SparsityResult(layer, THRESHOLD, rows).plot(), path)

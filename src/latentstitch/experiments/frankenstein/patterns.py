@@ -127,6 +127,16 @@ def patterns(config: Config) -> list[Pattern]:
 
 def measure(numbers: dict[str, Any], config: Config) -> dict[str, Any]:
     """Our value (and a detail line) for every pattern key, from the run's numbers."""
+    return {
+        **_measure_layers(numbers, config),
+        **_measure_traces(numbers, config),
+        **_measure_rank_sparsity(numbers),
+        **_measure_init_width(numbers, config),
+    }
+
+
+def _measure_layers(numbers: dict[str, Any], config: Config) -> dict[str, Any]:
+    """Figure 2: task loss near perfect and above least squares; Procrustes as least squares."""
     figure2 = numbers["figure2"]
     layers = list(config.layers)
     task = {x: fig2_layers.over_pairs(figure2, x, "task loss")[0] for x in layers}
@@ -153,6 +163,12 @@ def measure(numbers: dict[str, Any], config: Config) -> dict[str, Any]:
             ", ".join(f"{x}: Procrustes {procrustes[x]:.3f}, LS {ls[x]:.3f}" for x in later),
         ),
     }
+    return out
+
+
+def _measure_traces(numbers: dict[str, Any], config: Config) -> dict[str, Any]:
+    """Figures 4 and 5: R^2 and CKA fall along task-loss training; low CKA with high accuracy."""
+    out: dict[str, Any] = {}
     traces = numbers["experiment5"][config.trace_layer]["traces"]
     r2_changes = [t[-1]["r2"] - t[0]["r2"] for t in traces]
     cka_changes = [t[-1]["cka"] - t[0]["cka"] for t in traces]
@@ -172,6 +188,12 @@ def measure(numbers: dict[str, Any], config: Config) -> dict[str, Any]:
         f"CKA {figure5['trace'][0]['cka']:.3f} -> {cka_final:.3f}, relative accuracy "
         f"{figure5['before']['relative_accuracy']:.3f} -> {kept:.3f}",
     )
+    return out
+
+
+def _measure_rank_sparsity(numbers: dict[str, Any]) -> dict[str, Any]:
+    """Figures 7 and 8: a trained bottleneck beats SVD; sparse task-loss matching beats Lasso."""
+    out: dict[str, Any] = {}
     rank_rows = numbers["figure7"]
     out["fig7-bottleneck-beats-svd"] = (
         min(r["task"] - r["svd"] for r in rank_rows),
@@ -190,7 +212,12 @@ def measure(numbers: dict[str, Any], config: Config) -> dict[str, Any]:
             task_sparse - direct_sparse,
             f"at 80% sparsity: task loss {task_sparse:.3f}, direct {direct_sparse:.3f}",
         )
-    out["exp5-ls-init-stable"] = fig6_init.stability(numbers["experiment5"])
+    return out
+
+
+def _measure_init_width(numbers: dict[str, Any], config: Config) -> dict[str, Any]:
+    """Experiments 5 and 6 (initialisation, mode connectivity) and Figure 3 (width)."""
+    out: dict[str, Any] = {"exp5-ls-init-stable": fig6_init.stability(numbers["experiment5"])}
     for layer, entry in numbers["experiment6"].items():
         dip = exp6_mode_connectivity.worst_dip(entry)
         detail = (

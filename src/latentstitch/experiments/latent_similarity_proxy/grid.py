@@ -7,6 +7,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from latentstitch.models import LatentClassifier
+from latentstitch.relative import relative_projection
+from latentstitch.similarity import matched_cosine
+from latentstitch.training import RandomBatchSampler, TensorBatches, classification_loss, fit
+
 ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh}
 OPTIMIZERS = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
 
@@ -22,8 +27,6 @@ def build_mlp(in_features: int, num_classes: int, *, hidden: int, layers: int, d
     """``dropout -> Linear(hidden) -> act -> (layers - 1) x [dropout -> Linear -> act] -> Linear(hidden) ->
     L2-normalise`` as the encoder, ``Linear(hidden, num_classes)`` as the head (the paper's Cora network with
     linear layers in place of graph convolutions)."""
-    from latentstitch.models import LatentClassifier
-
     act = ACTIVATIONS[activation]
     blocks: list[nn.Module] = [nn.Flatten(), nn.Dropout(dropout), nn.Linear(in_features, hidden), act()]
     for _ in range(layers - 1):
@@ -44,9 +47,6 @@ def train_grid_run(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Train one grid model; after every epoch, its validation accuracy and the relative representation (float16)
     of the validation samples. Returns ``(accuracy (epochs,), relative (epochs, n_val, n_anchors))``."""
-    from latentstitch.relative import relative_projection
-    from latentstitch.training import RandomBatchSampler, TensorBatches, classification_loss, fit
-
     x_val, y_val = val
     accuracy = np.zeros(epochs)
     relative = np.zeros((epochs, len(x_val), len(anchors)), dtype=np.float16)
@@ -88,8 +88,6 @@ def proxy_scores(accuracy: np.ndarray, relative: np.ndarray, grid_epochs: tuple[
     representations of the validation samples. Grid models are (run, e) for e in ``grid_epochs``, in that order.
     """
     from scipy.stats import pearsonr, spearmanr
-
-    from latentstitch.similarity import matched_cosine
 
     pairs = [(run, epochs - 1) for run in range(accuracy.shape[0]) for epochs in grid_epochs]
     grid_accuracy = np.asarray([accuracy[run, epoch] for run, epoch in pairs])

@@ -17,11 +17,14 @@ from __future__ import annotations
 import functools
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from rich.progress import Progress
+from scipy.stats import pearsonr
 
 from latentstitch.experiments._grid import map_grid
 from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
@@ -50,8 +53,6 @@ __all__ = ["FULL", "HELP", "PAPER", "QUICK", "Config", "load_graph", "matched_si
 def correlations(trajectories: list[dict]) -> dict[str, Any]:
     """Pearson r between validation accuracy and similarity: per run over its epochs (the paper's score), across
     runs at the final epoch, and pooled over every (run, epoch)."""
-    from scipy.stats import pearsonr
-
     per_run, by_optimizer = [], {}
     for t in trajectories:
         acc, sim = np.asarray(t["val_accuracy"]), np.asarray(t["similarity"])
@@ -71,48 +72,93 @@ def correlations(trajectories: list[dict]) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class Setup:
+    """The graph, its tensors, the anchor nodes and the grid's runs."""
+
+    graph: Any
+    data: GraphTensors
+    anchors: torch.Tensor
+    configs: list[dict]
+
+
 def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = None) -> Report:
     """Train the grid twice (find the best run, then every epoch's similarity to it), compare relative and absolute
     GCNs, draw the figure into ``out_dir``; return the report. ``config`` (default ``QUICK`` if ``quick`` else
     ``FULL``) holds every setting; ``quick`` says what to report."""
-    from rich.progress import Progress
-
     started = time.perf_counter()
     config = (QUICK if quick else FULL) if config is None else config
-    num_anchors = config.anchors
-    graph = load_graph(seed=0)
-    data = GraphTensors(graph)
-    train_nodes = np.flatnonzero(graph.train_mask)
-    anchors = torch.as_tensor(np.sort(np.random.default_rng(0).choice(train_nodes, num_anchors, replace=False)))
-    configs = grid(config.grid)
+    setup = prepare(config)
+    best, trajectories = train_grid(setup, progress=progress)
+    scores = compare_latents(setup, config, progress=progress)
+    found = correlations(trajectories)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figure = out_dir / "similarity_vs_accuracy.png"
+    plot_scatter(trajectories, best, found["mean_per_run"], found["pooled"], setup.graph.name, figure)
+    report = Report(
+        name="latent-similarity-proxy-graph",
+        title="Latent similarity as a proxy of performance: GCN grid on a real graph",
+        paper=PAPER,
+        setting=setting(setup, config),
+        differences=differences(setup, quick=quick),
+        tables=[
+            correlation_table(found, setup),
+            training_table(trajectories, setup),
+            f1_table(scores, setup, config),
+        ],
+        patterns=judge(patterns.patterns(), patterns.measure(found, trajectories, scores), quick=quick),
+        figures={"validation accuracy vs similarity to the best run": str(figure)},
+        numbers=numbers(found, setup.configs[best], trajectories, scores),
+        quick=quick,
+    )
+    report.seconds = time.perf_counter() - started
+    return report
 
+
+def prepare(config: Config) -> Setup:
+    """The graph (seed 0), its tensors, ``config.anchors`` random training nodes as anchors, and the grid."""
+    graph = load_graph(seed=0)
+    train_nodes = np.flatnonzero(graph.train_mask)
+    anchors = np.sort(np.random.default_rng(0).choice(train_nodes, config.anchors, replace=False))
+    return Setup(graph, GraphTensors(graph), torch.as_tensor(anchors), grid(config.grid))
+
+
+def train_grid(setup: Setup, *, progress: bool) -> tuple[int, list[dict]]:
+    """The best run's index and every run's trajectory (validation accuracy and similarity to the best run, per
+    epoch)."""
+    common = {"data": setup.data, "num_classes": setup.graph.num_classes, "anchors": setup.anchors}
     # Pass 1: every run's final validation accuracy and relative representation; the best run is the reference.
     # Each run is independent: map_grid runs them here, or as tasks on a Dask cluster (reproduce --workers N).
     finals = map_grid(
-        functools.partial(final_run, data=data, num_classes=graph.num_classes, anchors=anchors),
-        configs,
+        functools.partial(final_run, **common),
+        setup.configs,
         progress=progress,
         description="GCN grid, pass 1 (find the best run)",
     )
     best = int(np.argmax([acc for acc, _ in finals]))
-    reference = finals[best][1]
     # Pass 2: the same runs again (same seeds, bit-identical on a CPU), now with every epoch's similarity.
     trajectories = map_grid(
-        functools.partial(
-            trajectory_run, data=data, num_classes=graph.num_classes, anchors=anchors, reference=reference
-        ),
-        configs,
+        functools.partial(trajectory_run, **common, reference=finals[best][1]),
+        setup.configs,
         progress=progress,
         description="GCN grid, pass 2 (similarity per epoch)",
     )
-    nc_seeds, nc_epochs = list(config.nc_seeds), config.nc_epochs
+    return best, trajectories
+
+
+def compare_latents(setup: Setup, config: Config, *, progress: bool) -> dict[str, list[dict[str, float]]]:
+    """Node classification with relative vs absolute 2-layer GCNs."""
     with Progress(disable=not progress, transient=True) as bar:
         bar.add_task("node classification, relative vs absolute GCN", total=None)
-        scores = node_classification(data, graph.num_classes, anchors, nc_seeds, nc_epochs)
-    found = correlations(trajectories)
+        return node_classification(
+            setup.data, setup.graph.num_classes, setup.anchors, list(config.nc_seeds), config.nc_epochs
+        )
 
-    correlation_table = ResultTable(
-        f"Pearson r between validation accuracy and similarity to the best run ({len(configs)} GCN runs)",
+
+def correlation_table(found: dict[str, Any], setup: Setup) -> ResultTable:
+    return ResultTable(
+        f"Pearson r between validation accuracy and similarity to the best run ({len(setup.configs)} GCN runs)",
         ["correlation", "ours", "paper"],
         [
             ["per run over its epochs, mean over runs (the paper's score)", found["mean_per_run"], PAPER_PEARSON],
@@ -124,25 +170,32 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
             ["pooled over every (run, epoch)", found["pooled"], None],
         ],
         note=(
-            f"{len(found['per_run'])} of {len(configs)} runs have a defined per-run correlation. Paper: ~2,000 "
-            "GCN2/GIN models on Cora; its value is recalled from the paper, low confidence (methods §1)."
+            f"{len(found['per_run'])} of {len(setup.configs)} runs have a defined per-run correlation. Paper: "
+            "~2,000 GCN2/GIN models on Cora; its value is recalled from the paper, low confidence (methods §1)."
         ),
     )
+
+
+def training_table(trajectories: list[dict], setup: Setup) -> ResultTable:
     finals_by_optimizer = {
         name: [t["val_accuracy"][-1] for t in trajectories if t["config"]["optimizer"] == name] for name in OPTIMIZERS
     }
-    training_table = ResultTable(
+    num_classes = setup.graph.num_classes
+    return ResultTable(
         "Final validation accuracy of the grid's runs, by optimiser",
         ["optimiser", "settings", "runs", "mean ± std", "min", "max"],
         [
             [name, ", ".join(f"{k} {v:g}" for k, v in OPTIMIZERS[name].items()), len(v), mean_std(v), min(v), max(v)]
             for name, v in finals_by_optimizer.items()
         ],
-        note=f"{graph.num_classes} topics: chance 1/{graph.num_classes}; the previous run used plain SGD at lr "
+        note=f"{num_classes} topics: chance 1/{num_classes}; the previous run used plain SGD at lr "
         "0.01 as the second optimiser, whose runs barely left chance",
     )
-    f1 = ResultTable(
-        f"Node classification on {graph.name}: test macro-F1, 2-layer GCN, absolute vs relative latents",
+
+
+def f1_table(scores: dict[str, list[dict[str, float]]], setup: Setup, config: Config) -> ResultTable:
+    return ResultTable(
+        f"Node classification on {setup.graph.name}: test macro-F1, 2-layer GCN, absolute vs relative latents",
         ["latent space", "macro-F1", "accuracy", "paper F1 (Cora)"],
         [
             [
@@ -153,75 +206,70 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
             ]
             for kind in ("relative", "absolute")
         ],
-        note=f"mean ± std over seeds {nc_seeds}; relative: cosine to {num_anchors} anchor nodes, LayerNorm + Linear",
+        note=f"mean ± std over seeds {list(config.nc_seeds)}; relative: cosine to {config.anchors} anchor nodes, "
+        "LayerNorm + Linear",
     )
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    figure = out_dir / "similarity_vs_accuracy.png"
-    plot_scatter(trajectories, best, found["mean_per_run"], found["pooled"], graph.name, figure)
-    cora = bool(os.environ.get(PLANETOID_ENV))
-    return Report(
-        name="latent-similarity-proxy-graph",
-        title="Latent similarity as a proxy of performance: GCN grid on a real graph",
-        paper=PAPER,
-        setting={
-            "graph": (
-                f"{graph.name}: {graph.num_nodes} nodes, {graph.num_edges // 2} undirected edges, "
-                f"{graph.x.shape[1]} features (row-normalised), {graph.num_classes} classes"
-            ),
-            "split": "random nodes: 80% train, 10% validation, 10% test (seed 0)",
-            "anchors": f"{num_anchors} random training nodes; relative = cosine of node embeddings to theirs",
-            "grid": (
-                f"{len(configs)} runs: "
-                + ", ".join(f"{k} {sorted({c[k] for c in configs})}" for k in configs[0])
-                + "; optimisers "
-                + "; ".join(f"{n}: " + ", ".join(f"{k} {v:g}" for k, v in s.items()) for n, s in OPTIMIZERS.items())
-                + "; GCNClassifier (GCN layers, ReLU, dropout; LayerNorm + Linear head), full batch, fit"
-            ),
-            "similarity": "mean over all nodes of cos(r_run,epoch(v), r_best(v)); best = highest final val accuracy",
-            "node classification": f"2-layer GCN, hidden 64, dropout 0.5, Adam 0.01, {nc_epochs} epochs, seeds "
-            f"{nc_seeds}",
-        },
-        differences=[
-            (
-                "Planetoid Cora (from $LATENTSTITCH_PLANETOID_ROOT)"
-                if cora
-                else "the BBC News k-NN document graph (real articles, TF-IDF 10-NN edges, bag-of-words features, "
-                f"5 topics) instead of Cora, which ships in no registry package (set ${PLANETOID_ENV} to a folder "
-                "with the Planetoid raw files to run on Cora)"
-            ),
-            f"{len(configs)} runs instead of ~2,000; plain GCN layers (1-2, ReLU) instead of GCN2Conv/GIN stacks of "
-            "32-64 layers; the grid varies width instead of activation",
-            "RMSprop instead of SGD as the second optimiser (both at lr 0.01): SGD, plain or with momentum, does not "
-            "learn this graph in 10-50 full-batch steps at any learning rate we tried (0.01-2), and runs stuck at "
-            "chance give a per-run correlation of noise; the paper's score is about runs that learn",
-            "the paper's network is absolute (a linear layer, GCN2/GIN stack, linear, L2 norm); here the relative "
-            "representation is taken of the last GCN layer's output, before the LayerNorm + Linear head",
-            "node-classification F1 is macro-F1 on a 10% random test split (the paper does not state its split)",
-        ]
-        + (
-            [
-                "--quick: 8 runs (2 seeds, 10 / 30 epochs, both optimisers, 2 layers, hidden 32); node classification: "
-                "2 seeds, 100 epochs"
-            ]
-            if quick
-            else []
+
+def setting(setup: Setup, config: Config) -> dict[str, str]:
+    graph, configs = setup.graph, setup.configs
+    return {
+        "graph": (
+            f"{graph.name}: {graph.num_nodes} nodes, {graph.num_edges // 2} undirected edges, "
+            f"{graph.x.shape[1]} features (row-normalised), {graph.num_classes} classes"
         ),
-        tables=[correlation_table, training_table, f1],
-        patterns=judge(patterns.patterns(), patterns.measure(found, trajectories, scores), quick=quick),
-        figures={"validation accuracy vs similarity to the best run": str(figure)},
-        numbers={
-            "per_run_pearson": found["per_run"],
-            "per_run_pearson_by_optimizer": found["by_optimizer"],
-            "mean_per_run_pearson": found["mean_per_run"],
-            "across_runs_pearson": found["across_runs"],
-            "pooled_pearson": found["pooled"],
-            "optimizers": OPTIMIZERS,
-            "best_run": configs[best],
-            "trajectories": trajectories,
-            "node_classification": scores,
-        },
-        seconds=time.perf_counter() - started,
-        quick=quick,
+        "split": "random nodes: 80% train, 10% validation, 10% test (seed 0)",
+        "anchors": f"{config.anchors} random training nodes; relative = cosine of node embeddings to theirs",
+        "grid": (
+            f"{len(configs)} runs: "
+            + ", ".join(f"{k} {sorted({c[k] for c in configs})}" for k in configs[0])
+            + "; optimisers "
+            + "; ".join(f"{n}: " + ", ".join(f"{k} {v:g}" for k, v in s.items()) for n, s in OPTIMIZERS.items())
+            + "; GCNClassifier (GCN layers, ReLU, dropout; LayerNorm + Linear head), full batch, fit"
+        ),
+        "similarity": "mean over all nodes of cos(r_run,epoch(v), r_best(v)); best = highest final val accuracy",
+        "node classification": f"2-layer GCN, hidden 64, dropout 0.5, Adam 0.01, {config.nc_epochs} epochs, seeds "
+        f"{list(config.nc_seeds)}",
+    }
+
+
+def differences(setup: Setup, *, quick: bool) -> list[str]:
+    cora = bool(os.environ.get(PLANETOID_ENV))
+    return [
+        (
+            "Planetoid Cora (from $LATENTSTITCH_PLANETOID_ROOT)"
+            if cora
+            else "the BBC News k-NN document graph (real articles, TF-IDF 10-NN edges, bag-of-words features, "
+            f"5 topics) instead of Cora, which ships in no registry package (set ${PLANETOID_ENV} to a folder "
+            "with the Planetoid raw files to run on Cora)"
+        ),
+        f"{len(setup.configs)} runs instead of ~2,000; plain GCN layers (1-2, ReLU) instead of GCN2Conv/GIN stacks "
+        "of 32-64 layers; the grid varies width instead of activation",
+        "RMSprop instead of SGD as the second optimiser (both at lr 0.01): SGD, plain or with momentum, does not "
+        "learn this graph in 10-50 full-batch steps at any learning rate we tried (0.01-2), and runs stuck at "
+        "chance give a per-run correlation of noise; the paper's score is about runs that learn",
+        "the paper's network is absolute (a linear layer, GCN2/GIN stack, linear, L2 norm); here the relative "
+        "representation is taken of the last GCN layer's output, before the LayerNorm + Linear head",
+        "node-classification F1 is macro-F1 on a 10% random test split (the paper does not state its split)",
+    ] + (
+        [
+            "--quick: 8 runs (2 seeds, 10 / 30 epochs, both optimisers, 2 layers, hidden 32); node classification: "
+            "2 seeds, 100 epochs"
+        ]
+        if quick
+        else []
     )
+
+
+def numbers(found: dict[str, Any], best_run: dict, trajectories: list[dict], scores: dict) -> dict[str, Any]:
+    return {
+        "per_run_pearson": found["per_run"],
+        "per_run_pearson_by_optimizer": found["by_optimizer"],
+        "mean_per_run_pearson": found["mean_per_run"],
+        "across_runs_pearson": found["across_runs"],
+        "pooled_pearson": found["pooled"],
+        "optimizers": OPTIMIZERS,
+        "best_run": best_run,
+        "trajectories": trajectories,
+        "node_classification": scores,
+    }

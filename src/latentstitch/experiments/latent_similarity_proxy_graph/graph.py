@@ -9,14 +9,15 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from latentstitch.data import knn_document_graph, load_planetoid
+from latentstitch.models import normalized_adjacency
+
 PLANETOID_ENV = "LATENTSTITCH_PLANETOID_ROOT"
 
 
 def load_graph(seed: int = 0):
     """Cora from ``$LATENTSTITCH_PLANETOID_ROOT`` if set, else the BBC News k-NN graph; row-normalised features
     (PyG's NormalizeFeatures) and a random node split: 80% train, 10% validation, 10% test."""
-    from latentstitch.data import knn_document_graph, load_planetoid
-
     root = os.environ.get(PLANETOID_ENV)
     graph = load_planetoid(root, "cora") if root else knn_document_graph(seed=seed)
     labelled = np.flatnonzero(graph.y >= 0)
@@ -35,8 +36,6 @@ class GraphTensors:
     """Features, labels, the normalised adjacency and the split masks as tensors."""
 
     def __init__(self, graph):
-        from latentstitch.models import normalized_adjacency
-
         self.x = torch.from_numpy(graph.x)
         self.y = torch.from_numpy(graph.y)
         self.adjacency = normalized_adjacency(torch.from_numpy(graph.edge_index), graph.num_nodes)

@@ -17,6 +17,10 @@ import torch
 
 from latentstitch.experiments.latent_similarity_proxy_graph.config import OPTIMIZERS
 from latentstitch.experiments.latent_similarity_proxy_graph.graph import GraphTensors
+from latentstitch.models import GCNClassifier, node_classification_loss
+from latentstitch.relative import relative_projection
+from latentstitch.similarity import matched_cosine
+from latentstitch.training import fit
 
 
 def grid(axes: dict[str, tuple]) -> list[dict]:
@@ -34,10 +38,6 @@ def make_optimizer(name: str, parameters) -> torch.optim.Optimizer:
 def train_run(config: dict, data: GraphTensors, num_classes: int, anchors: torch.Tensor, on_epoch) -> torch.nn.Module:
     """Train one grid configuration with ``fit`` (full batch); ``on_epoch(val_accuracy, relative)`` is called after
     every epoch with the relative representation of all nodes (eval mode)."""
-    from latentstitch.models import GCNClassifier, node_classification_loss
-    from latentstitch.relative import relative_projection
-    from latentstitch.training import fit
-
     torch.manual_seed(config["seed"])
     model = GCNClassifier(
         data.x.shape[1], num_classes, hidden=config["hidden"], layers=config["layers"], dropout=config["dropout"]
@@ -89,6 +89,4 @@ def trajectory_run(
 
 def matched_similarity(r: torch.Tensor, reference: torch.Tensor) -> float:
     """Mean over nodes of the cosine between a node's relative vector and the reference's (methods §1)."""
-    from latentstitch.similarity import matched_cosine
-
     return float(matched_cosine(r, reference))

@@ -5,15 +5,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from latentstitch.experiments._text import macro_f1
 from latentstitch.experiments.latent_similarity_proxy_graph.graph import GraphTensors
+from latentstitch.models import GCNClassifier, node_classification_loss
+from latentstitch.training import fit
 
 
 def node_classification(data: GraphTensors, num_classes: int, anchors: torch.Tensor, seeds: list[int], epochs: int):
     """Test macro-F1 of a 2-layer GCN (hidden 64, dropout 0.5, Adam 0.01) with absolute vs relative latents."""
-    from latentstitch.experiments._text import macro_f1
-    from latentstitch.models import GCNClassifier, node_classification_loss
-    from latentstitch.training import fit
-
     scores: dict[str, list[dict[str, float]]] = {"absolute": [], "relative": []}
     test = data.masks["test"]
     for seed in seeds:

@@ -20,10 +20,12 @@ paper shows; ``figures``: the bars.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from latentstitch._core.progress import progress_bar
+from latentstitch.data import load_emoji_annotations, load_parallel_verses
 from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
 from latentstitch.experiments._text import SHORT_NAMES
 from latentstitch.experiments.robust_relative import patterns
@@ -108,125 +110,172 @@ def _control_table(datasets: dict[str, tuple[dict, list]]) -> ResultTable | None
     )
 
 
+@dataclass(frozen=True)
+class Found:
+    """What ``train_and_stitch`` found on each data set (``bible``: None when the run has no Bible verses)."""
+
+    bible: dict[str, Any] | None
+    cldr: dict[str, Any]
+    cldr_pairs: list[tuple[str, str]]
+    cldr_texts: int
+    languages: tuple[str, ...]
+    domains: dict[str, str]
+
+    @property
+    def datasets(self) -> dict[str, tuple[dict, list]]:
+        bible = {"Bible verses": (self.bible, [("en", "es")])} if self.bible is not None else {}
+        return {**bible, "emoji names": (self.cldr, self.cldr_pairs)}
+
+
 def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = None) -> Report:
     """Train every variant per domain, stitch every pair, draw the figures into ``out_dir``; return the report.
     ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report
     (a quick run is a smoke test: no verdicts)."""
-    from latentstitch._core.progress import progress_bar
-    from latentstitch.data import load_emoji_annotations, load_parallel_verses
-
     started = time.perf_counter()
     config = (QUICK if quick else FULL) if config is None else config
-    seeds, epochs = list(config.seeds), config.epochs
-    english, multilingual = config.english, config.multilingual
+    found = train_and_stitch(config, progress=progress)
+    figures = draw(found, Path(out_dir))
+    bible, cldr, cldr_pairs = found.bible, found.cldr, found.cldr_pairs
+    headline = ("en", "fr") if ("en", "fr") in cldr_pairs else None
+    report = Report(
+        name="robust-relative",
+        title="Robust relative transform and topological densification: cross-language stitching",
+        paper=PAPER,
+        setting=setting(found, config),
+        differences=differences(config, quick=quick),
+        tables=tables(found),
+        # The quick run is a smoke test: in a minute or two (one seed, 5 epochs, 480 training names) the variants'
+        # order is noise (a first try: robust 27.9 vs vanilla 29.2, absolute 43.3), so it judges nothing.
+        patterns=[]
+        if quick
+        else judge(
+            patterns.patterns(bible is not None, cldr_pairs, headline),
+            patterns.measure(bible, cldr, cldr_pairs),
+            quick=False,
+        ),
+        smoke=quick,
+        figures=figures,
+        numbers={"bible": bible, "cldr": cldr, "settings": asdict(config)},
+        quick=quick,
+    )
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def train_and_stitch(config: Config, *, progress: bool) -> Found:
+    """Train every variant per language and stitch every pair, on the Bible verses (if ``config.bible_n``) and on
+    the emoji names."""
     encoders: dict = {}
     cldr_pairs = [("en", t) for t in config.targets]
-    datasets: dict[str, tuple[dict, list]] = {}
-    out_dir = Path(out_dir)
-    figures, tables = {}, []
+    bible = None
     with progress_bar(progress) as bar:
-        common = {"seeds": seeds, "epochs": epochs, "progress": bar, "encoders": encoders}
-        bible = None
+        common = {"seeds": list(config.seeds), "epochs": config.epochs, "progress": bar, "encoders": encoders}
         if config.bible_n:
             split = load_parallel_verses(("en", "es"), label="section", n=config.bible_n, test_size=0.2, seed=0)
             bible = run_split(
                 split,
-                {"en": english, "es": multilingual},
+                {"en": config.english, "es": config.multilingual},
                 pairs=[("en", "es")],
                 description="robust relative: Bible verses",
                 **common,
             )
-            datasets["Bible verses"] = (bible, [("en", "es")])
         cldr_split = load_emoji_annotations(("en", *config.targets), n=config.cldr_n, test_size=0.2, seed=0)
-        domains = {"en": english, **{t: multilingual for t in config.targets}}
+        domains = {"en": config.english, **{t: config.multilingual for t in config.targets}}
         cldr = run_split(cldr_split, domains, pairs=cldr_pairs, description="robust relative: emoji names", **common)
-        datasets["emoji names"] = (cldr, cldr_pairs)
+    return Found(
+        bible=bible,
+        cldr=cldr,
+        cldr_pairs=cldr_pairs,
+        cldr_texts=len(cldr_split.y_train) + len(cldr_split.y_test),
+        languages=tuple(cldr_split.languages),
+        domains=domains,
+    )
+
+
+def draw(found: Found, out_dir: Path) -> dict[str, Any]:
+    """The bar figures (Bible verses if run, emoji names) in ``out_dir``: caption -> path."""
+    figures = {}
+    if found.bible is not None:
+        figures["Bible verses: accuracy per variant and direction"] = plot_results(
+            found.bible["results"], found.bible["domains"], "Bible sections", out_dir / "robust_relative.png"
+        )
+    figures["emoji names: accuracy per variant and direction"] = plot_results(
+        found.cldr["results"], found.cldr["domains"], "Emoji categories", out_dir / "robust_relative_emoji.png"
+    )
+    return figures
+
+
+def tables(found: Found) -> list[ResultTable]:
+    """Per-direction tables (Bible verses if run, emoji names), which pairs robust wins, and the seed control."""
+    result = []
     beside = {"en->en": "en->en", "en->es": "en->fr", "es->en": "fr->en", "es->es": "fr->fr"}
-    if bible is not None:
-        tables.append(
+    if found.bible is not None:
+        result.append(
             _direction_table(
-                bible,
+                found.bible,
                 "Bible verses: test accuracy / weighted F1 x 100; A->B = encoder, "
                 "anchors and statistics of A, head of B, A's test verses (the paper's French "
                 "beside our Spanish)",
                 beside,
             )
         )
-        figures["Bible verses: accuracy per variant and direction"] = plot_results(
-            bible["results"], bible["domains"], "Bible sections", out_dir / "robust_relative.png"
-        )
-    tables.append(
+    result.append(
         _direction_table(
-            cldr,
+            found.cldr,
             "Emoji names: test accuracy / weighted F1 x 100 (the paper's en/fr beside ours)",
             {k: k for k in PAPER_TABLE},
         )
     )
-    figures["emoji names: accuracy per variant and direction"] = plot_results(
-        cldr["results"], cldr["domains"], "Emoji categories", out_dir / "robust_relative_emoji.png"
-    )
-    tables.append(_winners_table(datasets))
-    control = _control_table(datasets)
+    result.append(_winners_table(found.datasets))
+    control = _control_table(found.datasets)
     if control is not None:
-        tables.append(control)
-    headline = ("en", "fr") if ("en", "fr") in cldr_pairs else None
-    measured = patterns.measure(bible, cldr, cldr_pairs)
-    return Report(
-        name="robust-relative",
-        title="Robust relative transform and topological densification: cross-language stitching",
-        paper=PAPER,
-        setting={
-            "data": (
-                f"{config.bible_n} parallel Bible verses (English WEB / Spanish RV1909, 8 sections; " if bible else ""
-            )
-            + f"{len(cldr_split.y_train) + len(cldr_split.y_test)} CLDR "
-            f"emoji names in {', '.join(cldr_split.languages)} (7 categories); 80/20 stratified splits",
-            "domains": ", ".join(f"{lang}: {SHORT_NAMES[m]} (frozen)" for lang, m in domains.items()),
-            "trainable encoder": "residual MLP adapter (width -> width -> width, GELU, dropout 0.1, zero-init output)",
-            "relative layer": f"parallel anchor texts (Bible: {bible['anchors'] if bible else 'n/a'}, emoji: "
-            f"{cldr['anchors']}: the latent width, or half the training set if smaller), re-embedded (no grad) every "
-            "60 training forwards; head Linear(|A|, classes) on the relative vector (Linear(width, classes) for "
-            "absolute)",
-            "training": (
-                f"ClassAccumulationSampler (1 random + one class-pure batch of 16 per class, one step per group), "
-                f"AdamW 1e-3, weight decay 0.01, cosine decay, grad-clip 1, {epochs} epochs, seeds {seeds}"
-            ),
-            "topological densification": "pre (encoder output, beta 3) x 0.1 + post (relative vector, beta 3) x 0.9, "
-            "cyclical weight (4 cycles, ramp over 75%) up to 0.02",
-        },
-        differences=[
-            "frozen pretrained sentence encoders with a small trainable residual adapter instead of fine-tuning all of "
-            "RoBERTa; English MiniLM vs other languages through multilingual e5-small instead of English vs French "
-            "RoBERTa",
-            "parallel Bible verses (8 sections) and emoji names (7 categories) instead of Amazon reviews (5 star "
-            "classes); anchors are parallel training texts, not translated reviews",
-            f"{epochs} epochs instead of 40 (CPU time); {len(seeds)} seed(s) instead of 5; AdamW 1e-3 for the adapter "
-            "and head instead of layer-wise learning rates for RoBERTa; no warm-up",
-            "every variant (absolute and vanilla too) uses the same class-accumulation schedule and data order, so "
-            "robust and robust + topo differ only by the topological term",
-            "vanilla relative is the plain cosine (RelativeProjection); the official code's vanilla divides the "
-            "cosine by sqrt(768), which shrinks the head's inputs and explains part of its low non-stitched scores",
-            "the robust projection normalises samples and anchors with the same batch statistics (the official code "
-            "normalises the anchors with their own batch statistics)",
-        ]
-        + (
-            [
-                f"--quick: a smoke test (emoji names en/fr only, {config.cldr_n}, one seed, {epochs} epochs, "
-                "MiniLM-L3 for English; no Bible verses): too small for the variants' order to mean anything, so "
-                "no pattern is judged"
-            ]
-            if quick
-            else []
+        result.append(control)
+    return result
+
+
+def setting(found: Found, config: Config) -> dict[str, str]:
+    bible = found.bible
+    return {
+        "data": (f"{config.bible_n} parallel Bible verses (English WEB / Spanish RV1909, 8 sections; " if bible else "")
+        + f"{found.cldr_texts} CLDR "
+        f"emoji names in {', '.join(found.languages)} (7 categories); 80/20 stratified splits",
+        "domains": ", ".join(f"{lang}: {SHORT_NAMES[m]} (frozen)" for lang, m in found.domains.items()),
+        "trainable encoder": "residual MLP adapter (width -> width -> width, GELU, dropout 0.1, zero-init output)",
+        "relative layer": f"parallel anchor texts (Bible: {bible['anchors'] if bible else 'n/a'}, emoji: "
+        f"{found.cldr['anchors']}: the latent width, or half the training set if smaller), re-embedded (no grad) "
+        "every 60 training forwards; head Linear(|A|, classes) on the relative vector (Linear(width, classes) for "
+        "absolute)",
+        "training": (
+            f"ClassAccumulationSampler (1 random + one class-pure batch of 16 per class, one step per group), "
+            f"AdamW 1e-3, weight decay 0.01, cosine decay, grad-clip 1, {config.epochs} epochs, seeds "
+            f"{list(config.seeds)}"
         ),
-        tables=tables,
-        # The quick run is a smoke test: in a minute or two (one seed, 5 epochs, 480 training names) the variants'
-        # order is noise (a first try: robust 27.9 vs vanilla 29.2, absolute 43.3), so it judges nothing.
-        patterns=[]
+        "topological densification": "pre (encoder output, beta 3) x 0.1 + post (relative vector, beta 3) x 0.9, "
+        "cyclical weight (4 cycles, ramp over 75%) up to 0.02",
+    }
+
+
+def differences(config: Config, *, quick: bool) -> list[str]:
+    return [
+        "frozen pretrained sentence encoders with a small trainable residual adapter instead of fine-tuning all of "
+        "RoBERTa; English MiniLM vs other languages through multilingual e5-small instead of English vs French "
+        "RoBERTa",
+        "parallel Bible verses (8 sections) and emoji names (7 categories) instead of Amazon reviews (5 star "
+        "classes); anchors are parallel training texts, not translated reviews",
+        f"{config.epochs} epochs instead of 40 (CPU time); {len(config.seeds)} seed(s) instead of 5; AdamW 1e-3 for "
+        "the adapter and head instead of layer-wise learning rates for RoBERTa; no warm-up",
+        "every variant (absolute and vanilla too) uses the same class-accumulation schedule and data order, so "
+        "robust and robust + topo differ only by the topological term",
+        "vanilla relative is the plain cosine (RelativeProjection); the official code's vanilla divides the "
+        "cosine by sqrt(768), which shrinks the head's inputs and explains part of its low non-stitched scores",
+        "the robust projection normalises samples and anchors with the same batch statistics (the official code "
+        "normalises the anchors with their own batch statistics)",
+    ] + (
+        [
+            f"--quick: a smoke test (emoji names en/fr only, {config.cldr_n}, one seed, {config.epochs} epochs, "
+            "MiniLM-L3 for English; no Bible verses): too small for the variants' order to mean anything, so "
+            "no pattern is judged"
+        ]
         if quick
-        else judge(patterns.patterns(bible is not None, cldr_pairs, headline), measured, quick=False),
-        smoke=quick,
-        figures=figures,
-        numbers={"bible": bible, "cldr": cldr, "settings": asdict(config)},
-        seconds=time.perf_counter() - started,
-        quick=quick,
+        else []
     )

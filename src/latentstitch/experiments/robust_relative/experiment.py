@@ -11,6 +11,8 @@ import torch
 from latentstitch.data import ParallelSplit
 from latentstitch.experiments._text import embed
 from latentstitch.experiments.robust_relative.models import VARIANTS, build_model, evaluate, train_model
+from latentstitch.models import ZeroShotStitched
+from latentstitch.relative import select_anchors
 
 
 def run_split(
@@ -27,9 +29,6 @@ def run_split(
     """``domains``: language -> frozen encoder. Returns every direction's runs per variant (``results``, the same seed
     on both sides: the paper's protocol), the control with the head of another seed (``other_seed``), and the
     number of anchors (= the narrowest latent width, as the paper's 768 anchors for 768-d RoBERTa)."""
-    from latentstitch.models import ZeroShotStitched
-    from latentstitch.relative import select_anchors
-
     n_train = len(split.y_train)
     x = {
         lang: torch.from_numpy(
@@ -40,18 +39,60 @@ def run_split(
     widths = {lang: v.shape[1] for lang, v in x.items()}
     num_anchors = min(*widths.values(), n_train // 2)
     anchor_index = torch.as_tensor(select_anchors(np.zeros((n_train, 1)), num_anchors, "random", seed=0))
+    models = train_models(
+        split, x, widths, anchor_index, seeds=seeds, epochs=epochs, progress=progress, description=description
+    )
+    results, other_seed = stitch_directions(split, x, widths, models, seeds=seeds, pairs=pairs)
+    return {
+        "results": results,
+        "other_seed": other_seed,
+        "anchors": num_anchors,
+        "domains": domains,
+        "test_size": len(split.y_test),
+        "classes": list(split.classes),
+    }
+
+
+def train_models(
+    split: ParallelSplit,
+    x: dict[str, torch.Tensor],
+    widths: dict[str, int],
+    anchor_index: torch.Tensor,
+    *,
+    seeds: list[int],
+    epochs: int,
+    progress: Any,
+    description: str,
+) -> dict[tuple[int, str, str], torch.nn.Module]:
+    """Every (seed, variant, language) model, trained on its language's training embeddings."""
+    n_train = len(split.y_train)
     y_train = torch.from_numpy(split.y_train)
     models = {}
-    task = progress.add_task(description, total=len(seeds) * len(VARIANTS) * len(domains)) if progress else None
+    task = progress.add_task(description, total=len(seeds) * len(VARIANTS) * len(x)) if progress else None
     for seed in seeds:
         for variant in VARIANTS:
-            for lang in domains:
+            for lang in x:
                 train_x = x[lang][:n_train]
                 model = build_model(variant, widths[lang], train_x[anchor_index], split.num_classes, seed)
                 train_model(model, train_x, y_train, variant, epochs=epochs, seed=seed)
                 models[seed, variant, lang] = model
                 if progress:
                     progress.advance(task)
+    return models
+
+
+def stitch_directions(
+    split: ParallelSplit,
+    x: dict[str, torch.Tensor],
+    widths: dict[str, int],
+    models: dict[tuple[int, str, str], torch.nn.Module],
+    *,
+    seeds: list[int],
+    pairs: list[tuple[str, str]],
+) -> tuple[dict[str, dict[str, list[dict[str, float]]]], dict[str, dict[str, list[dict[str, float]]]]]:
+    """Test scores of every direction A->B (A's encoder, B's head, A's test texts) per variant: with the same seed
+    on both sides, and (the control) with the head of another seed."""
+    n_train = len(split.y_train)
 
     def test(a: str, b: str, variant: str, seed_a: int, seed_b: int) -> dict[str, float]:
         model = (
@@ -75,14 +116,7 @@ def run_split(
                 v: [test(a, b, v, s, seeds[(i + 1) % len(seeds)]) for i, s in enumerate(seeds)] if comparable[v] else []
                 for v in VARIANTS
             }
-    return {
-        "results": results,
-        "other_seed": other_seed,
-        "anchors": num_anchors,
-        "domains": domains,
-        "test_size": len(split.y_test),
-        "classes": list(split.classes),
-    }
+    return results, other_seed
 
 
 def stitched_mean(found: dict[str, Any], pair: tuple[str, str], variant: str, metric: str = "accuracy") -> float:

@@ -8,6 +8,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from latentstitch.losses import TopologicalDensificationLoss
+from latentstitch.models import LatentClassifier
+from latentstitch.training import ClassAccumulationSampler, ClassificationObjective, cyclical_weight, fit
+
 VARIANTS = ("absolute", "vanilla", "robust", "robust+topo")
 
 
@@ -26,8 +30,6 @@ class ResidualAdapter(nn.Module):
 
 
 def build_model(variant: str, width: int, anchors: torch.Tensor, num_classes: int, seed: int):
-    from latentstitch.models import LatentClassifier
-
     torch.manual_seed(seed)
     relative = variant != "absolute"
     latent_width = len(anchors) if relative else width
@@ -45,9 +47,6 @@ def build_model(variant: str, width: int, anchors: torch.Tensor, num_classes: in
 def train_model(model, x: torch.Tensor, y: torch.Tensor, variant: str, *, epochs: int, seed: int) -> None:
     """The paper's schedule: class-accumulation batches of 16, one optimiser step per group, AdamW with weight
     decay 0.01, gradient clipping at 1, cosine learning-rate decay; topological densification for robust+topo."""
-    from latentstitch.losses import TopologicalDensificationLoss
-    from latentstitch.training import ClassAccumulationSampler, ClassificationObjective, cyclical_weight, fit
-
     sampler = ClassAccumulationSampler(y.numpy(), 16, seed=seed)
     batches = sampler.tagged(x, y)
     groups = len(sampler) // sampler.group_size

@@ -21,11 +21,13 @@ from latentstitch.experiments.word_embeddings.retrieval import zero_pad as zero_
 from latentstitch.experiments.word_embeddings.vocabularies import (
     SEARCH_MIN_COUNT,
     SWEEP_COUNTS,
+    SpacePair,
     glove_spacy_pair,
     search_vocabulary,
     trained_pair,
     training_corpus,
 )
+from latentstitch.relative import select_anchors
 
 HELP = "fastText vs word2vec (trained on packaged text) and GloVe vs spaCy: cross-space retrieval, absolute vs relative"
 PAPER = (
@@ -124,11 +126,38 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
     """Train the fastText / word2vec pair, load GloVe / spaCy, measure cross-space retrieval, draw the figures into
     ``out_dir``; return the report. ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting;
     ``quick`` says what to report."""
-    from latentstitch.relative import select_anchors
-
     started = time.perf_counter()
     config = (QUICK if quick else FULL) if config is None else config
-    seeds = list(config.seeds)
+    trained, pairs = load_spaces(config)
+    results, sweep = measure(trained, pairs, list(config.seeds), progress=progress)
+    ft, glove = pairs["ft-w2v"], pairs["glove-spacy"]
+    report = Report(
+        name="word-embeddings",
+        title="Word embeddings: cross-space neighbourhoods with absolute vs relative representations",
+        paper=PAPER,
+        setting=setting(pairs, config),
+        differences=differences(pairs, quick=quick),
+        tables=[
+            _table(results["ft-w2v"], *ft.names, "fastText vs word2vec (trained with gensim on the same text)"),
+            _sweep_table(sweep, *ft.names),
+            _table(results["glove-spacy"], *glove.names, "GloVe-50d vs spaCy-300d"),
+        ],
+        patterns=judge(patterns.patterns(), patterns.measure(results), quick=quick),
+        figures=draw(trained, pairs, results, sweep, Path(out_dir)),
+        numbers={
+            "settings": asdict(config),
+            **{key: as_json(result) for key, result in results.items()},
+            "ft-w2v_by_count": {str(count): as_json(result) for count, result in sweep.items()},
+        },
+        quick=quick,
+    )
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def load_spaces(config: Config) -> tuple[SpacePair, dict[str, SpacePair]]:
+    """fastText / word2vec trained on the packaged text (every candidate word), and the two pairs of spaces
+    compared: their frequent search words, and GloVe / spaCy."""
     sentences = training_corpus(config.max_tokens)
     trained = trained_pair(
         sentences,
@@ -138,6 +167,14 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
         max_words=config.max_words,
     )
     pairs = {"ft-w2v": trained.frequent(SEARCH_MIN_COUNT), "glove-spacy": glove_spacy_pair(config.glove_max_words)}
+    return trained, pairs
+
+
+def measure(
+    trained: SpacePair, pairs: dict[str, SpacePair], seeds: list[int], *, progress: bool
+) -> tuple[dict[str, dict], dict[int, dict]]:
+    """Cross-space retrieval of both pairs over the anchor ``seeds``, and of fastText / word2vec by how often the
+    search words occur (the first three seeds)."""
     results = {
         key: evaluate(pair, seeds, progress=progress, description=f"word embeddings: {key}, seeds")
         for key, pair in pairs.items()
@@ -147,7 +184,11 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
         for count in SWEEP_COUNTS
         if (trained.counts >= count).sum() > NUM_ANCHORS
     }
-    out_dir = Path(out_dir)
+    return results, sweep
+
+
+def draw(trained: SpacePair, pairs: dict[str, SpacePair], results: dict, sweep: dict, out_dir: Path) -> dict[str, str]:
+    """The neighbourhoods of both pairs, the retrieval metrics and the sweep by count, in ``out_dir``."""
     figure_paths = {}
     for key, pair in pairs.items():
         first = pair.names[0]
@@ -160,57 +201,46 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
     figure_paths["fastText vs word2vec: relative retrieval by how often the search words occur"] = (
         figures.plot_count_sweep(sweep, trained.names, out_dir / "retrieval_by_count.png")
     )
+    return figure_paths
+
+
+def setting(pairs: dict[str, SpacePair], config: Config) -> dict[str, str]:
     ft, glove = pairs["ft-w2v"], pairs["glove-spacy"]
-    return Report(
-        name="word-embeddings",
-        title="Word embeddings: cross-space neighbourhoods with absolute vs relative representations",
-        paper=PAPER,
-        setting={
-            "pair 1 (the paper's kind)": ft.source,
-            "pair 2": glove.source,
-            "search words": (
-                f"relreps recipe: frequency order, 400 most frequent skipped, alphabetic, >= 4 letters; pair 1: "
-                f"{len(ft.words):,} words (of at most {config.max_words:,}), pair 2: {len(glove.words):,}"
-            ),
-            "anchors": f"{NUM_ANCHORS} random search words (uniform), the same words in both spaces, seeds {seeds}",
-            "relative": "cosine similarity to the anchors, no centring (relreps RelativeAttention, inner/L2)",
-            "retrieval": f"inner product of L2-normalised vectors, k={K} (jaccard_at_k, mrr(k=5), matched_cosine)",
-        },
-        differences=[
-            f"pair 1 search words are the words seen at least {SEARCH_MIN_COUNT} times ({len(ft.words):,}; the paper: "
-            "the first 20,000 of a vocabulary built on billions of tokens, every one of them frequent): on so small a "
-            "corpus a rare word's vector is mostly noise (see the table by count)",
-            "pair 1: fastText and word2vec trained here on ~1.6 million tokens of Bible verses and news (the paper: "
-            "pretrained FastText on Common Crawl and word2vec on Google News, billions of tokens; neither ships in a "
-            "registry package). Both tables come from the same text, so they share a vocabulary and its statistics: "
-            "an easier pair than the paper's, which differ in corpus too",
-            "pair 2: different widths (50 vs 300), so absolute cross-space retrieval zero-pads GloVe to 300-d (a query "
-            "then sees only spaCy's first 50 coordinates); a control at equal width compares GloVe with spaCy's own "
-            "50 principal components",
-            "pair 2: spaCy's md table keeps 20,000 distinct vectors and maps every other word to one of them: its "
-            "'river' vector is shared with 'bank', 'central' and 'exit'. One word per distinct vector is kept "
-            f"({len(glove.words):,} words), and neighbourhoods in spaCy's space are often unrelated to the word's "
-            "meaning in GloVe, which caps how far any representation can align the two",
-            "mean cosine over all words (the paper averages 4 chunks of 5,000: the same value for 20,000)",
-            "anchors drawn with numpy (select_anchors, seed s) instead of Python's random.sample",
-        ]
-        + (
-            ["--quick: pair 1 trained 5 epochs at 100-d on the first 600,000 tokens; 5,000 candidates; 2 anchor seeds"]
-            if quick
-            else []
+    return {
+        "pair 1 (the paper's kind)": ft.source,
+        "pair 2": glove.source,
+        "search words": (
+            f"relreps recipe: frequency order, 400 most frequent skipped, alphabetic, >= 4 letters; pair 1: "
+            f"{len(ft.words):,} words (of at most {config.max_words:,}), pair 2: {len(glove.words):,}"
         ),
-        tables=[
-            _table(results["ft-w2v"], *ft.names, "fastText vs word2vec (trained with gensim on the same text)"),
-            _sweep_table(sweep, *ft.names),
-            _table(results["glove-spacy"], *glove.names, "GloVe-50d vs spaCy-300d"),
-        ],
-        patterns=judge(patterns.patterns(), patterns.measure(results), quick=quick),
-        figures=figure_paths,
-        numbers={
-            "settings": asdict(config),
-            **{key: as_json(result) for key, result in results.items()},
-            "ft-w2v_by_count": {str(count): as_json(result) for count, result in sweep.items()},
-        },
-        seconds=time.perf_counter() - started,
-        quick=quick,
+        "anchors": f"{NUM_ANCHORS} random search words (uniform), the same words in both spaces, seeds "
+        f"{list(config.seeds)}",
+        "relative": "cosine similarity to the anchors, no centring (relreps RelativeAttention, inner/L2)",
+        "retrieval": f"inner product of L2-normalised vectors, k={K} (jaccard_at_k, mrr(k=5), matched_cosine)",
+    }
+
+
+def differences(pairs: dict[str, SpacePair], *, quick: bool) -> list[str]:
+    ft, glove = pairs["ft-w2v"], pairs["glove-spacy"]
+    return [
+        f"pair 1 search words are the words seen at least {SEARCH_MIN_COUNT} times ({len(ft.words):,}; the paper: "
+        "the first 20,000 of a vocabulary built on billions of tokens, every one of them frequent): on so small a "
+        "corpus a rare word's vector is mostly noise (see the table by count)",
+        "pair 1: fastText and word2vec trained here on ~1.6 million tokens of Bible verses and news (the paper: "
+        "pretrained FastText on Common Crawl and word2vec on Google News, billions of tokens; neither ships in a "
+        "registry package). Both tables come from the same text, so they share a vocabulary and its statistics: "
+        "an easier pair than the paper's, which differ in corpus too",
+        "pair 2: different widths (50 vs 300), so absolute cross-space retrieval zero-pads GloVe to 300-d (a query "
+        "then sees only spaCy's first 50 coordinates); a control at equal width compares GloVe with spaCy's own "
+        "50 principal components",
+        "pair 2: spaCy's md table keeps 20,000 distinct vectors and maps every other word to one of them: its "
+        "'river' vector is shared with 'bank', 'central' and 'exit'. One word per distinct vector is kept "
+        f"({len(glove.words):,} words), and neighbourhoods in spaCy's space are often unrelated to the word's "
+        "meaning in GloVe, which caps how far any representation can align the two",
+        "mean cosine over all words (the paper averages 4 chunks of 5,000: the same value for 20,000)",
+        "anchors drawn with numpy (select_anchors, seed s) instead of Python's random.sample",
+    ] + (
+        ["--quick: pair 1 trained 5 epochs at 100-d on the first 600,000 tokens; 5,000 candidates; 2 anchor seeds"]
+        if quick
+        else []
     )

@@ -11,6 +11,7 @@ import numpy as np
 from latentstitch._core.figures import pyplot, save_figure
 from latentstitch.experiments.word_embeddings.retrieval import NUM_ANCHORS, K, zero_pad
 from latentstitch.experiments.word_embeddings.vocabularies import SpacePair
+from latentstitch.relative import relative_projection
 
 # Query words of the neighbourhood figure, fixed before any result was seen.
 FIGURE_WORDS = ("music", "water", "economy", "football", "doctor", "river", "king", "government")
@@ -25,8 +26,6 @@ def _top_words(query: np.ndarray, index: np.ndarray, words: list[str], k: int = 
 def plot_neighbourhoods(pair: SpacePair, anchors: np.ndarray, path: Path) -> str:
     """The 5 nearest words of a few query words within each space, and space 1's vector of the word searched in
     space 2's index, absolute (zero-padded when narrower) and relative (anchors of seed 0)."""
-    from latentstitch.relative import relative_projection
-
     plt = pyplot()
     first, second = pair.names
     x, y = pair.vectors[first], pair.vectors[second]

@@ -12,6 +12,8 @@ import torch
 
 from latentstitch.experiments._report import mean_std
 from latentstitch.experiments.word_embeddings.vocabularies import SpacePair
+from latentstitch.relative import relative_projection, select_anchors
+from latentstitch.similarity import jaccard_at_k, matched_cosine, mrr
 
 K = 5
 NUM_ANCHORS = 300
@@ -25,8 +27,6 @@ def zero_pad(x: np.ndarray, width: int) -> np.ndarray:
 
 def retrieval(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
     """Jaccard@5, MRR@5 and mean matched cosine of ``x`` queries against the index of ``y`` (methods §1)."""
-    from latentstitch.similarity import jaccard_at_k, matched_cosine, mrr
-
     return float(jaccard_at_k(x, y, K)), float(mrr(x, y, k=K)), float(matched_cosine(x, y))
 
 
@@ -42,8 +42,6 @@ def evaluate(pair: SpacePair, seeds: list[int], *, progress: bool, description: 
     retrieval (plain and anchor-centred) for every anchor seed."""
     from rich.progress import Progress
     from sklearn.decomposition import PCA
-
-    from latentstitch.relative import relative_projection, select_anchors
 
     first, second = pair.names
     x, y = pair.vectors[first], pair.vectors[second]

