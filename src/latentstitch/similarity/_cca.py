@@ -111,13 +111,13 @@ def cca_from_moments(m: CrossMoments, reduce: str = "mean", rtol: float | None =
 def svcca_from_moments(m: CrossMoments, keep: float | int = 0.99, rtol: float | None = None, dtype=torch.float64):
     """SVCCA: mean CCA between the top principal directions of each side (from the same moments)."""
     cxx, cxy, cyy = m.centered_aa(), m.centered_ab(), m.centered_bb()
-    vx = _principal_directions(cxx, keep, "x")
-    vy = _principal_directions(cyy, keep, "y")
+    vx = principal_directions(cxx, keep, "x")
+    vy = principal_directions(cyy, keep, "y")
     rho, _, _ = canonical_pairs(vx.T @ cxx @ vx, vx.T @ cxy @ vy, vy.T @ cyy @ vy, m.count, "SVCCA", rtol, dtype)
     return rho.mean()
 
 
-def _principal_directions(scatter: torch.Tensor, keep: float | int, name: str) -> torch.Tensor:
+def principal_directions(scatter: torch.Tensor, keep: float | int, name: str) -> torch.Tensor:
     eigenvalues, eigenvectors = torch.linalg.eigh(scatter)
     eigenvalues, eigenvectors = eigenvalues.flip(0).clamp_min(0.0), eigenvectors.flip(1)
     total = eigenvalues.sum()

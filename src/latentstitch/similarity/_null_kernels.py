@@ -30,7 +30,7 @@ import torch
 from latentstitch._core.knn import shared_neighbours, top_k
 from latentstitch._core.moments import CrossMoments
 from latentstitch._core.numerics import matmul, unit_rows
-from latentstitch.similarity._cca import _principal_directions, whitener
+from latentstitch.similarity._cca import principal_directions, whitener
 from latentstitch.similarity._cka import center_gram, gram_rbf
 from latentstitch.similarity._cka_statistics import debiased_hsic
 from latentstitch.similarity._distance_correlation import double_centred_distances
@@ -179,8 +179,8 @@ def _canonical(batch: CrossBatch, reduce: str, rtol, dtype) -> NullKernel:
 @kernel("svcca")
 def _svcca(x, y, keep=0.99, rtol=None):
     moments = CrossMoments(precision="input").update(x, y, finite_checked=True)
-    vx = _principal_directions(moments.centered_aa(), keep, "x")
-    vy = _principal_directions(moments.centered_bb(), keep, "y")
+    vx = principal_directions(moments.centered_aa(), keep, "x")
+    vy = principal_directions(moments.centered_bb(), keep, "y")
     xc = (x.to(torch.float64) - x.mean(dim=0, dtype=torch.float64)) @ vx
     yc = (y.to(torch.float64) - y.mean(dim=0, dtype=torch.float64)) @ vy
     return _canonical(CrossBatch(xc, yc), "mean", rtol, x.dtype)

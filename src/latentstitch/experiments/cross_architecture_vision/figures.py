@@ -7,7 +7,7 @@ from pathlib import Path
 
 from latentstitch._core.figures import pyplot, save_figure
 from latentstitch.experiments.cross_architecture_vision.config import ENCODERS, ROUTES, SHORT
-from latentstitch.experiments.cross_architecture_vision.tables import _cell
+from latentstitch.experiments.cross_architecture_vision.tables import cell
 
 
 def plot_routes(summary: dict, path: Path) -> str:
@@ -19,7 +19,7 @@ def plot_routes(summary: dict, path: Path) -> str:
     for k, (route, colour) in enumerate(zip(ROUTES, colours, strict=True)):
         xs, ys, errs = [], [], []
         for g, (decoder, encoder) in enumerate(groups):
-            value = _cell(summary, decoder, encoder, route)
+            value = cell(summary, decoder, encoder, route)
             if value is not None:
                 xs.append(g + (k - 1.5) * width)
                 ys.append(value[0])

@@ -6,7 +6,7 @@ from typing import Any
 
 from latentstitch.experiments._report import Pattern, at_least
 from latentstitch.experiments.cross_architecture_vision.config import ROUTES, SHORT
-from latentstitch.experiments.cross_architecture_vision.tables import _cell
+from latentstitch.experiments.cross_architecture_vision.tables import cell
 
 FAR_ABOVE = 20.0  # "far above absolute stitched": at least this many macro-F1 points more, fixed before running
 
@@ -29,9 +29,9 @@ def patterns() -> list[Pattern]:
 def measure(summary: dict, pairs: list) -> dict[str, Any]:
     out = {}
     for route in ROUTES[1:]:
-        gaps = [_cell(summary, d, e, route)[0] - _cell(summary, d, e, "absolute")[0] for d, e in pairs]
+        gaps = [cell(summary, d, e, route)[0] - cell(summary, d, e, "absolute")[0] for d, e in pairs]
         detail = ", ".join(
-            f"{SHORT[e]}->{SHORT[d]}: {_cell(summary, d, e, route)[0]:.1f} vs {_cell(summary, d, e, 'absolute')[0]:.1f}"
+            f"{SHORT[e]}->{SHORT[d]}: {cell(summary, d, e, route)[0]:.1f} vs {cell(summary, d, e, 'absolute')[0]:.1f}"
             for d, e in pairs
         )
         out[f"{route}-far-above-absolute"] = (min(gaps), detail)

@@ -10,7 +10,7 @@ from latentstitch.experiments._report import ResultTable
 from latentstitch.experiments.cross_architecture_vision.config import ENCODERS, PAPER_F1, ROUTES, SHORT
 
 
-def _cell(summary: dict, decoder: str, encoder: str, route: str):
+def cell(summary: dict, decoder: str, encoder: str, route: str):
     return summary.get(f"{decoder}<-{encoder}/{route}")
 
 
@@ -20,7 +20,7 @@ def results_table(summary: dict) -> ResultTable:
         kind = "non-stitched" if decoder == encoder else "stitched"
         rows.append(
             [f"{SHORT[decoder]} head", f"{SHORT[encoder]} features", kind]
-            + [_cell(summary, decoder, encoder, route) for route in ROUTES]
+            + [cell(summary, decoder, encoder, route) for route in ROUTES]
             + [PAPER_F1[kind, "absolute"], PAPER_F1[kind, "relative"]]
         )
     return ResultTable(
@@ -36,10 +36,10 @@ def results_table(summary: dict) -> ResultTable:
 def winners_table(summary: dict, pairs: list) -> ResultTable:
     rows = []
     for decoder, encoder in pairs:
-        ranked = sorted(ROUTES, key=lambda r: -_cell(summary, decoder, encoder, r)[0])
-        first, second = (_cell(summary, decoder, encoder, r)[0] for r in ranked[:2])
+        ranked = sorted(ROUTES, key=lambda r: -cell(summary, decoder, encoder, r)[0])
+        first, second = (cell(summary, decoder, encoder, r)[0] for r in ranked[:2])
         rows.append([f"{SHORT[encoder]} -> {SHORT[decoder]} head", ranked[0], first, ranked[1], second, first - second])
-    mean = {r: np.mean([_cell(summary, d, e, r)[0] for d, e in pairs]) for r in ROUTES}
+    mean = {r: np.mean([cell(summary, d, e, r)[0] for d, e in pairs]) for r in ROUTES}
     ranked = sorted(ROUTES, key=lambda r: -mean[r])
     rows.append(
         ["mean of both", ranked[0], mean[ranked[0]], ranked[1], mean[ranked[1]], mean[ranked[0]] - mean[ranked[1]]]
