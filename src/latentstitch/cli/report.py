@@ -44,14 +44,21 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--output: the report is an HTML page; give a file name ending in .html, got {args.output}")
     target = output_file(args.output, "--output")
 
-    from latentstitch.report import find_results, render_html
+    from latentstitch.report import collect, find_results, render_collection, render_html
 
-    paths = find_results(source)
-    if not paths:
+    if source.is_dir():  # every result read once: collect finds what the page shows and what it cannot
+        found = collect(source)
+        count = len(found.results)
+        page = render_collection(found, title=args.title, source=str(source))
+    else:
+        paths = find_results(source)
+        count = len(paths)
+        page = render_html(paths, title=args.title, source=str(source)) if paths else ""
+    if not count:
         raise UsageError(
             f"RESULTS_DIR: no result JSON file under {str(source)!r} (expected results.json files of "
             "`latentstitch reproduce`, or bridge/compare JSON outputs)"
         )
-    target.write_text(render_html(paths, title=args.title, source=str(source)), encoding="utf-8")
-    print(f"written: {target} ({len(paths)} result file(s) from {source}, {target.stat().st_size / 1e6:.1f} MB)")
+    target.write_text(page, encoding="utf-8")
+    print(f"written: {target} ({count} result file(s) from {source}, {target.stat().st_size / 1e6:.1f} MB)")
     return 0

@@ -23,7 +23,7 @@ from latentstitch.report._collect import (
     find_results,
     load_result,
 )
-from latentstitch.report._render import render_html, write_report
+from latentstitch.report._render import render_collection, render_html, write_report
 
 __all__ = [
     "KINDS",
@@ -34,6 +34,7 @@ __all__ = [
     "collect",
     "find_results",
     "load_result",
+    "render_collection",
     "render_html",
     "write_report",
 ]

@@ -127,6 +127,12 @@ def render_html(
             results.append(load_result(path))
         except ValueError as error:
             missing.append(Unreadable(Path(path), str(error).removeprefix(f"{path}: ")))
+    return render_collection(Collection(results, missing), title=title, source=source)
+
+
+def render_collection(found: Collection, *, title: str = "latentstitch results", source: str = "") -> str:
+    """The page for results already read (``collect``): no file is read again."""
+    results, missing = list(found.results), list(found.unreadable)
     order = {group: i for i, (group, _, _) in enumerate(GROUPS)}
     results.sort(key=lambda r: (order[group_of(r)], r.kind, r.name, str(r.path)))
     anchors = _anchors(results)
@@ -166,9 +172,10 @@ def render_html(
 
 def write_report(results_dir: str | Path, output: str | Path, *, title: str = "latentstitch results") -> Path:
     """Render every result under ``results_dir`` into the HTML file ``output``; returns its path."""
-    found: Collection = collect(results_dir) if Path(results_dir).is_dir() else Collection()
-    paths = [r.path for r in found.results] if Path(results_dir).is_dir() else [Path(results_dir)]
-    page = render_html(paths, title=title, source=str(results_dir), unreadable=found.unreadable)
+    if Path(results_dir).is_dir():
+        page = render_collection(collect(results_dir), title=title, source=str(results_dir))
+    else:
+        page = render_html([results_dir], title=title, source=str(results_dir), unreadable=[])
     target = Path(output)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(page, encoding="utf-8")
