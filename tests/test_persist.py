@@ -132,10 +132,6 @@ def test_every_estimator_declares_a_rule_for_each_constructor_parameter():
     """Parameter checks are declared once per estimator (``_parameter_constraints``), for every parameter."""
     import inspect
 
-    import latentstitch.alignment
-    import latentstitch.bridge
-    import latentstitch.relative
-    import latentstitch.stitching  # noqa: F401  (each package registers its estimators)
     from latentstitch._core.persist import ESTIMATOR_PACKAGES, registered_classes
 
     assert {cls.__module__.rsplit(".", 1)[0] for cls in registered_classes().values()} <= set(ESTIMATOR_PACKAGES)

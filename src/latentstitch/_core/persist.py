@@ -240,11 +240,6 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     return header, tensors
 
 
-def registered_classes() -> dict[str, type]:
-    """The persistable classes registered so far (by class name): those of the packages imported until now."""
-    return dict(_CLASSES)
-
-
 #: The packages that define persistable estimators. A class registers itself when its module is imported; a file
 #: read before that package was imported (the package root imports lazily) finds it after these are imported by
 #: name. A plugin-style lookup: the core names them as strings and imports nothing above it at import time.
@@ -256,13 +251,19 @@ ESTIMATOR_PACKAGES = (
 )
 
 
+def registered_classes() -> dict[str, type]:
+    """Every loadable class, by name: the estimator packages are imported first (each class registers itself when
+    its module is imported, and the package root imports lazily)."""
+    for package in ESTIMATOR_PACKAGES:
+        importlib.import_module(package)
+    return dict(_CLASSES)
+
+
 def _class_of(class_name: Any) -> type:
-    if isinstance(class_name, str) and class_name not in _CLASSES:
-        for package in ESTIMATOR_PACKAGES:
-            importlib.import_module(package)
-    if not isinstance(class_name, str) or class_name not in _CLASSES:
-        raise _Invalid(f"holds an unknown class {class_name!r}; loadable classes: {', '.join(sorted(_CLASSES))}")
-    return _CLASSES[class_name]
+    classes = _CLASSES if isinstance(class_name, str) and class_name in _CLASSES else registered_classes()
+    if not isinstance(class_name, str) or class_name not in classes:
+        raise _Invalid(f"holds an unknown class {class_name!r}; loadable classes: {', '.join(sorted(classes))}")
+    return classes[class_name]
 
 
 def _check_encoded_params(cls: type, encoded: Any, where: str) -> None:
