@@ -26,10 +26,6 @@ from latentstitch._core.device import check_finite
 from latentstitch._core.dtypes import FLOAT_DTYPES, ArrayLike
 
 
-def is_tensor(x: object) -> bool:
-    return isinstance(x, torch.Tensor)
-
-
 def as_float_tensor(
     x: object,
     name: str,
