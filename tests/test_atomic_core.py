@@ -94,7 +94,8 @@ def test_same_file_compares_device_and_inode(tmp_path):
     assert same_file(original, tmp_path / "sub" / ".." / "a.npy")
     assert not same_file(original, twin)
     assert not same_file(tmp_path / "new.npy", original) and same_file(tmp_path / "new.npy", tmp_path / "new.npy")
-    with pytest.raises(ValueError, match=r"^--json: .*hard.npy.* is the input A; choose another output path$"):
+    same = r"^--json: .*hard.npy.* is the same file as the input A \(.*a.npy'\); choose another output path$"
+    with pytest.raises(ValueError, match=same):
         refuse_inputs({"--json": tmp_path / "hard.npy"}, {"A": original})
     with pytest.raises(ValueError, match=r"^--json: .* is also -o; give each output its own path$"):
         refuse_inputs({"-o": tmp_path / "b.json", "--json": tmp_path / "b.json"}, {"A": original})

@@ -130,7 +130,11 @@ def refuse_inputs(
     for index, (name, path) in enumerate(given_outputs):
         for input_name, input_path in given_inputs:
             if same_file(path, input_path):
-                raise ValueError(f"{name}: {os.fspath(path)!r} is the input {input_name}; choose another output path")
+                alias = os.path.abspath(path) != os.path.abspath(input_path)  # a link, or another spelling
+                what = f"the same file as the input {input_name} ({os.fspath(input_path)!r})" if alias else ""
+                raise ValueError(
+                    f"{name}: {os.fspath(path)!r} is {what or f'the input {input_name}'}; choose another output path"
+                )
         for other_name, other_path in given_outputs[index + 1 :]:
             if same_file(path, other_path):
                 raise ValueError(
