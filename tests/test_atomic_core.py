@@ -226,3 +226,15 @@ def test_every_writer_of_the_library_leaves_the_old_file_when_the_last_step_fail
         assert path.read_bytes() == before[name], name
     leftovers = [p for p in tmp_path.rglob("*") if PARTIAL_MARK in p.name]
     assert not leftovers
+
+
+def test_a_symlinked_destination_is_written_through_and_permissions_are_kept(tmp_path):
+    (tmp_path / "runs").mkdir()
+    real = tmp_path / "runs" / "v3.json"
+    write_text(real, "old")
+    real.chmod(0o640)
+    (tmp_path / "current.json").symlink_to(real)
+    write_text(tmp_path / "current.json", "new")
+    assert (tmp_path / "current.json").is_symlink() and real.read_text() == "new"
+    assert real.stat().st_mode & 0o777 == 0o640
+    assert not _partials(tmp_path) and not _partials(tmp_path / "runs")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -46,28 +47,33 @@ def _fsync_folder(folder: Path) -> None:
 class PendingFile:
     """A file being written: ``path`` is a fresh temporary file beside ``destination`` (not created yet);
     ``commit()`` fsyncs it and renames it onto ``destination`` in one step, ``discard()`` removes it and leaves
-    ``destination`` as it was. ``option`` names the argument in errors (a missing folder, nothing written)."""
+    ``destination`` as it was. A destination that is a symlink is written through (the file it points to is
+    replaced, the link stays); the replaced file's permission bits are kept. ``option`` names the argument in errors
+    (a missing folder, nothing written)."""
 
     def __init__(self, destination: str | os.PathLike, *, option: str = "path"):
         self.destination = Path(os.fspath(destination))
         self.option = option
-        folder = self.destination.parent
+        self.target = Path(os.path.realpath(self.destination)) if self.destination.is_symlink() else self.destination
+        folder = self.target.parent
         if not folder.is_dir():
             raise FileNotFoundError(f"{option}: folder {str(folder)!r} does not exist (for {str(self.destination)!r})")
-        self.path = partial_path(self.destination)
+        self.path = partial_path(self.target)
         self.done = False
 
     def commit(self) -> Path:
         try:
             if not self.path.exists():
                 raise FileNotFoundError(f"{self.option}: nothing was written to {str(self.destination)!r}")
+            with contextlib.suppress(OSError):  # keep the replaced file's permissions (not the default umask's)
+                os.chmod(self.path, stat.S_IMODE(os.stat(self.target).st_mode))
             _fsync_file(self.path)
-            os.replace(self.path, self.destination)
+            os.replace(self.path, self.target)
         except BaseException:
             self.discard()
             raise
         self.done = True
-        _fsync_folder(self.destination.parent)
+        _fsync_folder(self.target.parent)
         return self.destination
 
     def discard(self) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from latentstitch._core.atomic import write_text
 from latentstitch.cli.options import UsageError, output_file, refuse_overwrite
 
 HELP = "one self-contained HTML page over reproductions' results and bridge/compare outputs"
@@ -45,6 +44,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--output: the report is an HTML page; give a file name ending in .html, got {args.output}")
     target = output_file(args.output, "--output")
 
+    from latentstitch._core.atomic import write_text
     from latentstitch.report import collect, find_results, render_collection, render_html
 
     if source.is_dir():  # every result read once: collect finds what the page shows and what it cannot

@@ -56,7 +56,11 @@ class Checkpoint:
                     f"--resume: the checkpoint in {str(self.folder)!r} was made with other settings "
                     f"({', '.join(changed)} differ); run without --resume to start over"
                 )
-            stages = [p for p in self.folder.iterdir() if p.name not in (_SETTINGS, _ELAPSED) and p.suffix in _SUFFIXES]
+            stages = [  # a hidden file is the temporary file of a write that was cut off
+                p
+                for p in self.folder.iterdir()
+                if p.name not in (_SETTINGS, _ELAPSED) and p.suffix in _SUFFIXES and not p.name.startswith(".")
+            ]
             if (self.folder / _ELAPSED).is_file():
                 before = read_json(self.folder / _ELAPSED, "--resume")
                 if not isinstance(before, (int, float)) or not before >= 0:
