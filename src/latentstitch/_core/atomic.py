@@ -5,7 +5,7 @@ and the last rename wins. A temporary file left by a killed process is named ``.
 beside its destination, and plainly partial.
 
 ``atomic_path`` is for a file written in one go; ``PendingFile`` for one written over time (a streaming writer: open
-it, write ``.path`` chunk by chunk, then ``commit()`` or ``discard()``). ``tests/test_atomic_writes.py`` checks that no
+it, write ``.path`` chunk by chunk, then ``commit()`` or ``discard()``). ``tests/test_write_protocol.py`` checks that no
 module of the package writes a file any other way.
 
 ``same_file`` / ``refuse_inputs`` keep outputs off the inputs of the same command: two paths are the same file when
