@@ -188,4 +188,4 @@ def test_every_bad_input_is_one_line_with_exit_code_2(files, capsys, tmp_path):
         "NEW",
         "has 7 features but the bridge expects the new model's 24-feature vectors",
     )
-    _one_line_error(capsys, ["bridge", "apply", out, new, "-o", new], "--output", "is the input file NEW")
+    _one_line_error(capsys, ["bridge", "apply", out, new, "-o", new], "--output", "is the input NEW")

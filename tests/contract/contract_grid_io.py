@@ -676,6 +676,7 @@ def store_cases(workspace: Workspace) -> list[Case]:
         "a chunk file truncated": lambda p: (p / "chunk-00001.safetensors").write_bytes(b"\x00" * 12),
         "a chunk of the wrong shape": lambda p: _rewrite(p / "chunk-00001.safetensors", _grow("bn2")),
         "counts disagree with the chunks": lambda p: _edit_json(p / "index.json", lambda d: d.update(counts=[1, 1, 1])),
+        "index.json names a chunk outside its folder": _chunk_outside,
     }
     cases = [
         Case("file", "ActivationStore", f"load: {label}", damage(change), names=(str(workspace.root),), valid=False)
@@ -692,6 +693,25 @@ def store_cases(workspace: Workspace) -> list[Case]:
         )
     )
     return cases
+
+
+def _chunk_outside(store: Path) -> None:
+    """The store's second chunk moved next to the folder, and the index pointing there (issue 27)."""
+    (store / "chunk-00001.safetensors").rename(store.parent / "chunk-00001.safetensors")
+    _edit_json(store / "index.json", lambda d: d["files"].__setitem__(1, "../chunk-00001.safetensors"))
+
+
+def _shard_outside(folder: Path) -> None:
+    """The train split's Arrow shard copied next to the dataset folder, and state.json naming the copy."""
+    shard = next((folder / "train").glob("*.arrow"))
+    shutil.copy(shard, folder.parent / shard.name)
+    _edit_json(folder / "train" / "state.json", lambda d: d["_data_files"][0].update(filename=f"../../{shard.name}"))
+
+
+def _split_outside(folder: Path) -> None:
+    """The train split copied next to the dataset folder, and dataset_dict.json naming the copy."""
+    shutil.copytree(folder / "train", folder.parent / "train")
+    _edit_json(folder / "dataset_dict.json", lambda d: d.update(splits=["../train", "test"]))
 
 
 def _read_unknown(workspace: Workspace) -> Any:
@@ -1143,6 +1163,8 @@ def data_cases(workspace: Workspace) -> list[Case]:
         "damaged state.json": lambda p: (p / "train" / "state.json").write_text("[1, 2"),
         "missing arrow shard": lambda p: [f.unlink() for f in (p / "train").glob("*.arrow")],
         "truncated arrow shard": lambda p: [f.write_bytes(f.read_bytes()[:50]) for f in (p / "train").glob("*.arrow")],
+        "state.json names a shard outside the folder": _shard_outside,
+        "dataset_dict.json names a split outside the folder": _split_outside,
     }.items():
         cases.append(
             Case(

@@ -370,6 +370,11 @@ CLI: dict[str, list[tuple[list[str], str]]] = {
         (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--key", "nope"], "--key"),
         (["apply", "{source}", "{source}", "-o", "{out}/x.npy"], "BRIDGE"),  # a table, not a saved bridge
         (["apply", "{missing}", "{source}", "-o", "{out}/x.npy"], "{missing}"),
+        # outputs that would overwrite an input or another output (issue 27)
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--json", "{target}"], "--json"),
+        (["fit", "{source}", "{target}", "-o", "{out}/b.safetensors", "--json", "{out}/b.safetensors"], "--json"),
+        (["apply", "{source}", "{target}", "-o", "{target}"], "--output"),
+        (["apply", "{source}", "{target}", "-o", "{source}"], "--output"),
         (["routes", "--foo"], "--foo"),
         (["nope"], "nope"),
     ],
@@ -381,6 +386,8 @@ CLI: dict[str, list[tuple[list[str], str]]] = {
         (["{source}", "{short}"], "B"),  # 40 rows against 39
         (["{missing}", "{target}"], "{missing}"),
         (["{source}", "{target}", "--json", "{source}/r.json"], "--json"),  # under a file
+        (["{source}", "{target}", "--json", "{source}"], "--json"),  # an input (issue 27)
+        (["{source}", "{target}", "--json", "{target}"], "--json"),
         (["{source}", "{target}", "--key", "nope"], "--key"),
         (["{source}", "{target}", "--permutations", "-1"], "--permutations"),
         (["{source}", "{target}", "--permutations", "x"], "--permutations"),

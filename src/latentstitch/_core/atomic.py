@@ -4,14 +4,20 @@ the destination keeps its previous content (or still does not exist); two writer
 and the last rename wins. A temporary file left by a killed process is named ``.NAME.partial-XXXX.SUFFIX``: hidden,
 beside its destination, and plainly partial.
 
+``atomic_path`` is for a file written in one go; ``PendingFile`` for one written over time (a streaming writer: open
+it, write ``.path`` chunk by chunk, then ``commit()`` or ``discard()``). ``tests/test_write_protocol.py`` checks that no
+module of the package writes a file any other way.
+
 ``same_file`` / ``refuse_inputs`` keep outputs off the inputs of the same command: two paths are the same file when
-they share device and inode (the same path, a symlink or a hard link)."""
+they share device and inode (the same path, a symlink or a hard link). ``inside_folder`` keeps the names a folder
+format's manifest lists (``state.json``, an index) inside that folder."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import secrets
+import stat
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -38,27 +44,56 @@ def _fsync_folder(folder: Path) -> None:
             os.close(descriptor)
 
 
+class PendingFile:
+    """A file being written: ``path`` is a fresh temporary file beside ``destination`` (not created yet);
+    ``commit()`` fsyncs it and renames it onto ``destination`` in one step, ``discard()`` removes it and leaves
+    ``destination`` as it was. A destination that is a symlink is written through (the file it points to is
+    replaced, the link stays); the replaced file's permission bits are kept. ``option`` names the argument in errors
+    (a missing folder, nothing written)."""
+
+    def __init__(self, destination: str | os.PathLike, *, option: str = "path"):
+        self.destination = Path(os.fspath(destination))
+        self.option = option
+        self.target = Path(os.path.realpath(self.destination)) if self.destination.is_symlink() else self.destination
+        folder = self.target.parent
+        if not folder.is_dir():
+            raise FileNotFoundError(f"{option}: folder {str(folder)!r} does not exist (for {str(self.destination)!r})")
+        self.path = partial_path(self.target)
+        self.done = False
+
+    def commit(self) -> Path:
+        try:
+            if not self.path.exists():
+                raise FileNotFoundError(f"{self.option}: nothing was written to {str(self.destination)!r}")
+            with contextlib.suppress(OSError):  # keep the replaced file's permissions (not the default umask's)
+                os.chmod(self.path, stat.S_IMODE(os.stat(self.target).st_mode))
+            _fsync_file(self.path)
+            os.replace(self.path, self.target)
+        except BaseException:
+            self.discard()
+            raise
+        self.done = True
+        _fsync_folder(self.target.parent)
+        return self.destination
+
+    def discard(self) -> None:
+        self.done = True
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+
 @contextlib.contextmanager
 def atomic_path(destination: str | os.PathLike, *, option: str = "path") -> Iterator[Path]:
     """Yield a temporary path to write in full; when the block ends without error it is fsynced and renamed onto
     ``destination``. On error the temporary file is removed and ``destination`` is untouched. ``option`` names the
     argument in errors (a missing folder)."""
-    target = Path(os.fspath(destination))
-    folder = target.parent
-    if not folder.is_dir():
-        raise FileNotFoundError(f"{option}: folder {str(folder)!r} does not exist (for {str(target)!r})")
-    temporary = partial_path(target)
+    pending = PendingFile(destination, option=option)
     try:
-        yield temporary
-        if not temporary.exists():
-            raise FileNotFoundError(f"{option}: nothing was written to {str(target)!r}")
-        _fsync_file(temporary)
-        os.replace(temporary, target)
+        yield pending.path
     except BaseException:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
+        pending.discard()
         raise
-    _fsync_folder(folder)
+    pending.commit()
 
 
 def write_bytes(destination: str | os.PathLike, data: bytes, *, option: str = "path") -> Path:
@@ -71,6 +106,14 @@ def write_bytes(destination: str | os.PathLike, data: bytes, *, option: str = "p
 def write_text(destination: str | os.PathLike, text: str, *, option: str = "path") -> Path:
     """Write ``text`` (UTF-8) to ``destination`` atomically."""
     return write_bytes(destination, text.encode("utf-8"), option=option)
+
+
+def append_text(destination: str | os.PathLike, text: str, *, option: str = "path") -> Path:
+    """Write ``destination``'s previous content (if any) followed by ``text``, atomically: a log written line by line
+    never holds half a line. Meant for small files (the whole file is rewritten)."""
+    target = Path(os.fspath(destination))
+    previous = target.read_bytes() if target.is_file() else b""
+    return write_bytes(target, previous + text.encode("utf-8"), option=option)
 
 
 def same_file(first: str | os.PathLike, second: str | os.PathLike) -> bool:
@@ -93,9 +136,33 @@ def refuse_inputs(
     for index, (name, path) in enumerate(given_outputs):
         for input_name, input_path in given_inputs:
             if same_file(path, input_path):
-                raise ValueError(f"{name}: {os.fspath(path)!r} is the input {input_name}; choose another output path")
+                alias = os.path.abspath(path) != os.path.abspath(input_path)  # a link, or another spelling
+                what = f"the same file as the input {input_name} ({os.fspath(input_path)!r})" if alias else ""
+                raise ValueError(
+                    f"{name}: {os.fspath(path)!r} is {what or f'the input {input_name}'}; choose another output path"
+                )
         for other_name, other_path in given_outputs[index + 1 :]:
             if same_file(path, other_path):
                 raise ValueError(
                     f"{other_name}: {os.fspath(other_path)!r} is also {name}; give each output its own path"
                 )
+
+
+def inside_folder(folder: str | os.PathLike, name: object, *, manifest: str | os.PathLike) -> Path:
+    """The path of ``name``, an entry a folder format's ``manifest`` lists (a data file, a split, a chunk), inside
+    ``folder``. Raises ``ValueError`` naming the manifest and the entry when the name is not a plain relative path
+    or leads out of the folder (``..``, an absolute path, a symlink pointing elsewhere): a manifest never makes the
+    reader open a file outside its folder."""
+    base = Path(os.fspath(folder))
+    text = os.fspath(name) if isinstance(name, (str, os.PathLike)) else None
+    if not text or "\x00" in text:
+        raise ValueError(f"{os.fspath(manifest)!r}: the entry {name!r} is not a file name inside {str(base)!r}")
+    candidate = base / text
+    root = base.resolve()
+    resolved = candidate.resolve()
+    if Path(text).is_absolute() or root not in resolved.parents:
+        raise ValueError(
+            f"{os.fspath(manifest)!r}: the entry {text!r} leads outside the folder {str(base)!r}; a folder's manifest "
+            "may only name files inside it"
+        )
+    return candidate

@@ -33,6 +33,7 @@ import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
+from latentstitch._core.atomic import atomic_path
 from latentstitch._core.moments import CrossMoments
 from latentstitch._core.params import check_declared, check_output_path
 from latentstitch._version import __version__
@@ -173,7 +174,8 @@ def save(estimator: BaseEstimator, path: str | os.PathLike) -> None:
         "params": _encode_params(estimator.get_params(deep=False)),
         "learned": _learned_state(estimator, "", tensors),
     }
-    save_file(tensors, os.fspath(target), metadata={HEADER_KEY: json.dumps(header)})
+    with atomic_path(target, option="path") as temporary:
+        save_file(tensors, os.fspath(temporary), metadata={HEADER_KEY: json.dumps(header)})
 
 
 # --- reading ---------------------------------------------------------------------------------------------------

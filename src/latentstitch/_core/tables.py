@@ -12,6 +12,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from latentstitch._core.atomic import write_text
+
 
 def table(title: str, columns: list[str], rows: list[list[Any]], note: str = "") -> dict[str, Any]:
     return {"title": title, "columns": list(columns), "rows": [list(r) for r in rows], "note": note}
@@ -68,5 +70,5 @@ def _jsonable(value: Any) -> Any:
 
 def write_json(payload: dict[str, Any], path: Path | str) -> Path:
     target = Path(path)
-    target.write_text(json.dumps(_jsonable(payload), indent=2) + "\n")
+    write_text(target, json.dumps(_jsonable(payload), indent=2) + "\n")
     return target

@@ -29,7 +29,15 @@ from latentstitch.cli.files import (
     pin_threads,
     read_pair,
 )
-from latentstitch.cli.options import UsageError, input_file, option_errors, output_file, positive_int, seed
+from latentstitch.cli.options import (
+    UsageError,
+    input_file,
+    option_errors,
+    output_file,
+    positive_int,
+    refuse_overwrite,
+    seed,
+)
 
 HELP = "fit a checked bridge between two models' embeddings (fit), or apply one to new vectors (apply)"
 DEFAULT_BUDGET = (50, 100, 300)
@@ -138,6 +146,10 @@ def fit(args: argparse.Namespace) -> int:
         raise UsageError(f"--output: a bridge is saved as .safetensors, got {str(output)!r}")
     report_path = output_file(args.json if args.json is not None else output.with_suffix(".json"), "--json")
     check_inputs(args, ("source", "target"))
+    refuse_overwrite(
+        {"--output": output, "--json" if args.json is not None else "--json (default: OUTPUT.json)": report_path},
+        {"SOURCE": args.source, "TARGET": args.target},
+    )
 
     from latentstitch._core.tables import print_tables, write_json
     from latentstitch.bridge import Bridge, BridgeWarning, bridge_report, resolve_routes
@@ -169,8 +181,7 @@ def apply(args: argparse.Namespace) -> int:
     bridge_path = input_file(args.bridge, "BRIDGE")
     output = output_file(args.output, "--output")
     new_path = input_file(args.new, "NEW")
-    if output.resolve() == new_path.resolve():
-        raise UsageError("--output: is the input file NEW; write the bridged vectors to another file")
+    refuse_overwrite({"--output": output}, {"BRIDGE": bridge_path, "NEW": new_path})
 
     from latentstitch._core.progress import progress_bar
     from latentstitch.bridge import Bridge

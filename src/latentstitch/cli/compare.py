@@ -17,7 +17,14 @@ import argparse
 from pathlib import Path
 
 from latentstitch.cli.files import add_pair_arguments, add_run_options, check_inputs, pin_threads, read_pair
-from latentstitch.cli.options import UsageError, nonnegative_int, output_file, positive_int, seed
+from latentstitch.cli.options import (
+    UsageError,
+    nonnegative_int,
+    output_file,
+    positive_int,
+    refuse_overwrite,
+    seed,
+)
 
 HELP = "similarity indices between two embedding files of the same items"
 QUADRATIC = ("rbf_cka", "rsa", "mutual_knn")  # N x N memory or time
@@ -55,6 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     report_path = None if args.json is None else output_file(args.json, "--json")
     check_inputs(args, ("a", "b"))
+    refuse_overwrite({"--json": report_path}, {"A": args.a, "B": args.b})
 
     import numpy as np
 

@@ -105,6 +105,29 @@ def output_file(path: Path | str, option: str) -> Path:
     return target
 
 
+def refuse_overwrite(outputs: Mapping[str, Path | str | None], inputs: Mapping[str, Path | str | None]) -> None:
+    """Refuse, naming the option, an output that is one of the command's inputs (the same path, a symlink or a hard
+    link: ``latentstitch._core.atomic.refuse_inputs``), another output, or a file inside an input folder (a
+    save_to_disk folder is read, never written into). Keys are the options as typed (``-o``, ``--json``,
+    ``SOURCE``)."""
+    from latentstitch._core.atomic import refuse_inputs  # standard library only
+
+    try:
+        refuse_inputs(outputs, inputs)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    for name, path in outputs.items():
+        if path is None:
+            continue
+        where = Path(os.path.abspath(path)).resolve()
+        for input_name, input_path in inputs.items():
+            if input_path is not None and Path(input_path).is_dir():
+                if Path(os.path.abspath(input_path)).resolve() in where.parents:
+                    raise UsageError(
+                        f"{name}: {os.fspath(path)!r} is inside the input folder {input_name}; write it elsewhere"
+                    )
+
+
 def input_file(path: Path | str, option: str) -> Path:
     """Check that ``path`` is an existing, readable file (or folder, for formats stored as folders)."""
     source = Path(path)

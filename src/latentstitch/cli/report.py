@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from latentstitch.cli.options import UsageError, output_file
+from latentstitch.cli.options import UsageError, output_file, refuse_overwrite
 
 HELP = "one self-contained HTML page over reproductions' results and bridge/compare outputs"
 
@@ -44,13 +44,16 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--output: the report is an HTML page; give a file name ending in .html, got {args.output}")
     target = output_file(args.output, "--output")
 
+    from latentstitch._core.atomic import write_text
     from latentstitch.report import collect, find_results, render_collection, render_html
 
     if source.is_dir():  # every result read once: collect finds what the page shows and what it cannot
         found = collect(source)
         count = len(found.results)
+        refuse_overwrite({"--output": target}, found.files())
         page = render_collection(found, title=args.title, source=str(source))
     else:
+        refuse_overwrite({"--output": target}, {"RESULTS_DIR": source})
         paths = find_results(source)
         count = len(paths)
         page = render_html(paths, title=args.title, source=str(source)) if paths else ""
@@ -59,6 +62,6 @@ def main(args: argparse.Namespace) -> int:
             f"RESULTS_DIR: no result JSON file under {str(source)!r} (expected results.json files of "
             "`latentstitch reproduce`, or bridge/compare JSON outputs)"
         )
-    target.write_text(page, encoding="utf-8")
+    write_text(target, page, option="--output")
     print(f"written: {target} ({count} result file(s) from {source}, {target.stat().st_size / 1e6:.1f} MB)")
     return 0

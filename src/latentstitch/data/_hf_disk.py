@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from latentstitch._core.atomic import inside_folder
 from latentstitch._core.extras import require
 from latentstitch._core.persist import read_json
 from latentstitch.data._datasets import LabelledSplit, check_fraction, class_names, split_dataset, stratified_subset
@@ -26,7 +27,8 @@ def _arrow_table(folder: Path):
         raise ValueError(f"{folder}: saved with an indices mapping; call flatten_indices() before save_to_disk")
     tables = []
     for entry in state["_data_files"]:
-        shard = folder / str(entry.get("filename") if isinstance(entry, dict) else entry)
+        name = entry.get("filename") if isinstance(entry, dict) else entry
+        shard = inside_folder(folder, name, manifest=folder / "state.json")
         try:
             with pa.memory_map(str(shard)) as source:
                 tables.append(pa.ipc.open_stream(source).read_all())
@@ -48,7 +50,8 @@ def _split_folders(folder: Path) -> dict[str, Path]:
         listing = read_json(folder / "dataset_dict.json", "path")
         if not isinstance(listing, dict) or not isinstance(listing.get("splits"), list):
             raise ValueError(f"path: {str(folder / 'dataset_dict.json')!r} lists no splits")
-        return {split: folder / split for split in listing["splits"]}
+        manifest = folder / "dataset_dict.json"
+        return {str(split): inside_folder(folder, split, manifest=manifest) for split in listing["splits"]}
     if (folder / "state.json").exists():
         return {"all": folder}
     raise FileNotFoundError(f"{folder}: not a save_to_disk folder (no dataset_dict.json or state.json)")

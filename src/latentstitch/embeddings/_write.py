@@ -1,6 +1,10 @@
 """Writing embeddings: the same formats as the readers, streamed chunk by chunk where the format allows it (``.npy``
 through a memory map, ``.parquet`` by row groups, ``.csv`` line by line), so a bridged file larger than memory is
-written without holding it."""
+written without holding it.
+
+Every format is written into a temporary file beside the destination and renamed onto it at ``close()``
+(``latentstitch._core.atomic``): until then the destination keeps its previous content, and an error, Ctrl-C or a
+kill half-way leaves it as it was (a killed process leaves its hidden ``.NAME.partial-XXXX.SUFFIX`` file)."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from latentstitch._core.arrays import to_numpy
+from latentstitch._core.atomic import PendingFile
 from latentstitch._core.extras import require
 from latentstitch.embeddings._base import EmbeddingFileError
 
@@ -20,10 +25,11 @@ WRITABLE = (".npy", ".npz", ".safetensors", ".pt", ".parquet", ".csv", ".tsv")
 
 class EmbeddingWriter:
     """Write ``n_rows`` x ``n_features`` vectors to ``path`` in chunks: ``write(block)`` in row order, then
-    ``close()``. ``ids`` (one per row) are written beside the vectors where the format has room for them (``.npz``,
-    ``.safetensors`` for integer ids, ``.pt``, ``.parquet`` and ``.csv`` columns). ``key``: the array / column name of
-    the vectors (default "embeddings"); the ids are always named "id" (read them back with ``id_column="id"``). Use
-    as a context manager."""
+    ``close()``, which moves the finished file onto ``path`` in one step (an error before it, or ``discard()``,
+    leaves ``path`` as it was). ``ids`` (one per row) are written beside the vectors where the format has room for
+    them (``.npz``, ``.safetensors`` for integer ids, ``.pt``, ``.parquet`` and ``.csv`` columns). ``key``: the
+    array / column name of the vectors (default "embeddings"); the ids are always named "id" (read them back with
+    ``id_column="id"``). Use as a context manager."""
 
     def __init__(
         self,
@@ -47,17 +53,27 @@ class EmbeddingWriter:
         self.written = 0
         self._held: list[np.ndarray] = []
         self._handle: Any = None
+        self._file: Any = None
+        self._pending = PendingFile(self.path, option=option)
+        try:
+            self._open(ids, key, n_rows, n_features)
+        except BaseException:
+            self.discard()
+            raise
+
+    def _open(self, ids: np.ndarray | None, key: str, n_rows: int, n_features: int) -> None:
+        temporary = self._pending.path
         if self.suffix == ".npy":
-            self._handle = np.lib.format.open_memmap(self.path, mode="w+", dtype=self.dtype, shape=(n_rows, n_features))
+            self._handle = np.lib.format.open_memmap(temporary, mode="w+", dtype=self.dtype, shape=(n_rows, n_features))
         elif self.suffix == ".parquet":
             pa = require("pyarrow", "files", package="pyarrow")
             pq = require("pyarrow.parquet", "files", package="pyarrow")
             fields = [] if ids is None else [pa.field("id", pa.array(np.asarray(ids)[:1]).type)]
             fields.append(pa.field(key, pa.list_(pa.from_numpy_dtype(self.dtype), n_features)))
             self._schema = pa.schema(fields)
-            self._handle = pq.ParquetWriter(str(self.path), self._schema)
+            self._handle = pq.ParquetWriter(str(temporary), self._schema)
         elif self.suffix in (".csv", ".tsv"):
-            self._file = open(self.path, "w", newline="", encoding="utf-8")
+            self._file = open(temporary, "w", newline="", encoding="utf-8")
             self._handle = csv.writer(self._file, delimiter="\t" if self.suffix == ".tsv" else ",")
             self._handle.writerow((["id"] if ids is not None else []) + [f"dim_{j}" for j in range(n_features)])
 
@@ -84,37 +100,59 @@ class EmbeddingWriter:
         self.written = stop
 
     def close(self) -> Path:
-        if self.written != self.n_rows:
-            raise ValueError(f"{self.option}: wrote {self.written} of {self.n_rows} rows to {str(self.path)!r}")
-        if self.suffix == ".npy":
-            self._handle.flush()
-            del self._handle
-        elif self.suffix == ".parquet":
-            self._handle.close()
-        elif self.suffix in (".csv", ".tsv"):
-            self._file.close()
-        else:
-            self._write_held(np.concatenate(self._held) if self._held else np.empty((0, self.n_features), self.dtype))
-        return self.path
+        """Finish the file and move it onto ``path``; on any error ``path`` keeps its previous content."""
+        try:
+            if self.written != self.n_rows:
+                raise ValueError(f"{self.option}: wrote {self.written} of {self.n_rows} rows to {str(self.path)!r}")
+            if self.suffix == ".npy":
+                self._handle.flush()
+                self._handle = None  # drops the memory map
+            elif self.suffix == ".parquet":
+                self._handle.close()
+            elif self.suffix in (".csv", ".tsv"):
+                self._file.close()
+            else:
+                held = np.concatenate(self._held) if self._held else np.empty((0, self.n_features), self.dtype)
+                self._write_held(held, self._pending.path)
+            return self._pending.commit()
+        except BaseException:
+            self.discard()
+            raise
 
-    def _write_held(self, vectors: np.ndarray) -> None:
+    def discard(self) -> None:
+        """Stop writing: close what is open and remove the temporary file; ``path`` keeps its previous content."""
+        handle, self._handle = self._handle, None
+        try:
+            if self.suffix == ".parquet" and handle is not None:
+                handle.close()
+            if self._file is not None:
+                self._file.close()
+        except Exception:
+            pass
+        finally:
+            del handle
+            self._held = []
+            self._pending.discard()
+
+    def _write_held(self, vectors: np.ndarray, target: Path) -> None:
         ids = None if self.ids is None else np.asarray(self.ids)
         if self.suffix == ".npz":
-            np.savez(self.path, **{self.key: vectors}, **({} if ids is None else {"id": ids}))
+            with open(target, "wb") as handle:  # a handle: numpy would add ".npz" to a name ending otherwise
+                np.savez(handle, **{self.key: vectors}, **({} if ids is None else {"id": ids}))
         elif self.suffix == ".safetensors":
             from safetensors.numpy import save_file
 
             arrays = {self.key: np.ascontiguousarray(vectors)}
             if ids is not None and ids.dtype.kind in "iu":
                 arrays["id"] = ids.astype(np.int64)
-            save_file(arrays, str(self.path))
+            save_file(arrays, str(target))
         else:  # .pt: tensors and plain lists, readable with torch.load(weights_only=True)
             import torch
 
             payload: dict[str, Any] = {self.key: torch.from_numpy(np.ascontiguousarray(vectors))}
             if ids is not None:
                 payload["id"] = torch.from_numpy(ids.astype(np.int64)) if ids.dtype.kind in "iu" else ids.tolist()
-            torch.save(payload, self.path)
+            torch.save(payload, target)
 
     def __enter__(self) -> EmbeddingWriter:
         return self
@@ -122,8 +160,8 @@ class EmbeddingWriter:
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
         if kind is None:
             self.close()
-        elif self.suffix in (".csv", ".tsv"):
-            self._file.close()
+        else:
+            self.discard()
 
 
 def write_embeddings(

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from latentstitch._core.arrays import as_float_tensor, to_numpy
+from latentstitch._core.atomic import atomic_path
 from latentstitch._core.params import check_positive_int
 from latentstitch._core.persist import read_safetensors
 
@@ -268,9 +269,8 @@ def _write_cache(path: Path, result: np.ndarray | list[np.ndarray], metadata: di
         else {"embeddings": np.ascontiguousarray(result)}
     )
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-    save_file(tensors, str(partial), metadata=metadata)
-    os.replace(partial, path)  # atomic: a concurrent reader never sees half a file
+    with atomic_path(path, option="cache") as temporary:  # a concurrent reader never sees half a file
+        save_file(tensors, str(temporary), metadata=metadata)
 
 
 def _check_cache_folder(folder: Path) -> None:

@@ -11,7 +11,6 @@ values either way. The folder is removed when the run has written its results.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from typing import Any
 
 import torch
 
+from latentstitch._core.atomic import atomic_path, write_text
 from latentstitch._core.persist import read_json, read_safetensors
 from latentstitch.experiments._report import jsonable
 
@@ -56,7 +56,11 @@ class Checkpoint:
                     f"--resume: the checkpoint in {str(self.folder)!r} was made with other settings "
                     f"({', '.join(changed)} differ); run without --resume to start over"
                 )
-            stages = [p for p in self.folder.iterdir() if p.name not in (_SETTINGS, _ELAPSED) and p.suffix in _SUFFIXES]
+            stages = [  # a hidden file is the temporary file of a write that was cut off
+                p
+                for p in self.folder.iterdir()
+                if p.name not in (_SETTINGS, _ELAPSED) and p.suffix in _SUFFIXES and not p.name.startswith(".")
+            ]
             if (self.folder / _ELAPSED).is_file():
                 before = read_json(self.folder / _ELAPSED, "--resume")
                 if not isinstance(before, (int, float)) or not before >= 0:
@@ -98,7 +102,8 @@ class Checkpoint:
                 if path is not None:
                     from safetensors.torch import save_file
 
-                    _replace(path, lambda partial: save_file(tensors, str(partial)))
+                    with atomic_path(path, option="--resume") as temporary:
+                        save_file(tensors, str(temporary))
                     self._kept()
                 self._tensors[name] = tensors
         return self._tensors[name]
@@ -135,14 +140,8 @@ def _plain(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write_text(path: Path, text: str) -> None:
-    _replace(path, lambda partial: partial.write_text(text + "\n", encoding="utf-8"))
-
-
-def _replace(path: Path, write: Callable[[Path], Any]) -> None:
-    """``write`` a sibling file, then move it onto ``path``: an interrupted write leaves no half-written stage."""
-    partial = path.with_name(f"{path.name}.partial")
-    write(partial)
-    os.replace(partial, path)
+    """An interrupted write leaves no half-written stage (``_core.atomic``)."""
+    write_text(path, text + "\n", option="--resume")
 
 
 def console_log(text: str) -> None:

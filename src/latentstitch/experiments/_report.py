@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from latentstitch._core.atomic import write_text
 from latentstitch.experiments._patterns import (
     OPERATORS,
     Expectation,
@@ -151,8 +152,8 @@ class Report:
         out.mkdir(parents=True, exist_ok=True)
         payload = {"kind": self.kind, **asdict(self)}
         payload["figures"] = {caption: Path(path).name for caption, path in self.figures.items()}
-        (out / "results.json").write_text(json.dumps(payload, indent=2, default=jsonable, allow_nan=True) + "\n")
-        (out / "results.md").write_text(self.markdown())
+        write_text(out / "results.json", json.dumps(payload, indent=2, default=jsonable, allow_nan=True) + "\n")
+        write_text(out / "results.md", self.markdown())
         return out
 
     def print(self, out_dir: Path | str | None = None) -> None:

@@ -94,6 +94,12 @@ class Collection:
     results: list[ResultFile] = field(default_factory=list)
     unreadable: list[Unreadable] = field(default_factory=list)
 
+    def files(self) -> dict[str, Path]:
+        """Every file the page reads (result files, markdown, figures), keyed ``RESULTS_DIR (path)``: the inputs an
+        output may not overwrite."""
+        read = [path for result in self.results for path in (result.path, *result.markdown, *result.figures.values())]
+        return {f"RESULTS_DIR ({path})": path for path in read if path.is_file()}
+
 
 def _read(path: Path) -> tuple[Any, str]:
     """The JSON in ``path`` and "" or None and why it could not be read."""

@@ -9,6 +9,7 @@ import datetime
 from collections.abc import Sequence
 from pathlib import Path
 
+from latentstitch._core.atomic import refuse_inputs, write_text
 from latentstitch._version import __version__
 from latentstitch.report._collect import Collection, ResultFile, Unreadable, collect, load_result
 from latentstitch.report._html import escape, slug
@@ -171,12 +172,16 @@ def render_collection(found: Collection, *, title: str = "latentstitch results",
 
 
 def write_report(results_dir: str | Path, output: str | Path, *, title: str = "latentstitch results") -> Path:
-    """Render every result under ``results_dir`` into the HTML file ``output``; returns its path."""
-    if Path(results_dir).is_dir():
-        page = render_collection(collect(results_dir), title=title, source=str(results_dir))
-    else:
-        page = render_html([results_dir], title=title, source=str(results_dir), unreadable=[])
+    """Render every result under ``results_dir`` into the HTML file ``output`` (written atomically); returns its
+    path. ``output`` may not be one of the files it reads (``ValueError``)."""
     target = Path(output)
+    if Path(results_dir).is_dir():
+        found = collect(results_dir)
+        refuse_inputs({"output": target}, found.files())
+        page = render_collection(found, title=title, source=str(results_dir))
+    else:
+        refuse_inputs({"output": target}, {"results_dir": results_dir})
+        page = render_html([results_dir], title=title, source=str(results_dir), unreadable=[])
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(page, encoding="utf-8")
+    write_text(target, page, option="output")
     return target

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from latentstitch._core.figures import write_figure
 from latentstitch.similarity._pairwise_test import PairwiseTest
 from latentstitch.similarity._registry import get_measure
 
@@ -85,7 +86,4 @@ def heatmap(
                 axes.text(j, i, f"{matrix[i, j]:.2f}{star}", ha="center", va="center", color="w", fontsize=8)
     figure.colorbar(image, ax=axes, label=kind)
     figure.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    return path
+    return write_figure(figure, path, dpi=120)

@@ -11,6 +11,7 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
+from latentstitch._core.atomic import atomic_path
 from latentstitch._core.params import check_choice, check_output_path, check_positive_int
 from latentstitch._core.persist import FORMAT, read_safetensors, save
 from latentstitch._core.persist import load as _load
@@ -49,7 +50,8 @@ def save_stitching_layer(layer: nn.Module, path: str | os.PathLike, metadata: di
         text = json.dumps(header)
     except TypeError as error:
         raise TypeError(f"metadata: not JSON-serialisable: {error}") from None
-    save_file(tensors, os.fspath(target), metadata={_HEADER_KEY: text})
+    with atomic_path(target) as temporary:
+        save_file(tensors, os.fspath(temporary), metadata={_HEADER_KEY: text})
 
 
 def load_stitching_layer(path: str | os.PathLike, *, with_metadata: bool = False) -> Any:

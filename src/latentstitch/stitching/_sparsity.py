@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 from torch import nn
 
+from latentstitch._core.figures import write_figure
 from latentstitch._core.params import check_nonnegative
 from latentstitch.stitching._direct import fit_direct
 from latentstitch.stitching._lasso import SPARSITY_THRESHOLD, SparseLasso
@@ -48,8 +49,7 @@ class SparsityResult:
         axes.set_title(title or f"Sparse stitching at {self.layer}: L1 task loss vs L1 direct matching", fontsize=11)
         figure.tight_layout()
         if path is not None:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            figure.savefig(path, dpi=100)
+            write_figure(figure, path, dpi=100)
         return figure
 
 

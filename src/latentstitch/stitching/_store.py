@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from safetensors.torch import save_file
 
+from latentstitch._core.atomic import atomic_path, inside_folder, write_text
 from latentstitch._core.params import check_positive_int
 from latentstitch._core.persist import read_json, read_safetensors
 from latentstitch.stitching._hooks import as_layer_list
@@ -58,7 +59,8 @@ class ChunkWriter:
         chunk = {name: t[:rows].contiguous() for name, t in merged.items()}
         rest = {name: t[rows:] for name, t in merged.items()}
         file = f"chunk-{len(self.files):05d}.safetensors"
-        save_file(chunk, os.fspath(self.directory / file))
+        with atomic_path(self.directory / file, option="store") as temporary:
+            save_file(chunk, os.fspath(temporary))
         self.files.append(file)
         self.counts.append(rows)
         self.pending = {name: [rest[name]] if len(rest[name]) else [] for name in self.names}
@@ -74,7 +76,7 @@ class ChunkWriter:
             "files": self.files,
             "counts": self.counts,
         }
-        (self.directory / _INDEX_FILE).write_text(json.dumps(index, indent=2) + "\n")
+        write_text(self.directory / _INDEX_FILE, json.dumps(index, indent=2) + "\n", option="store")
         return ActivationStore(self.directory)
 
 
@@ -105,7 +107,9 @@ class ActivationStore:
             raise ValueError(f"directory: {where} has a damaged {_INDEX_FILE} ({detail})") from None
         if len(self._files) != len(self._counts) or set(self.layers) != set(self.shapes):
             raise ValueError(f"directory: {where} has a damaged {_INDEX_FILE} (files, counts and shapes disagree)")
-        missing = [file for file in self._files if not (self.directory / file).is_file()]
+        manifest = self.directory / _INDEX_FILE
+        self._paths = [inside_folder(self.directory, file, manifest=manifest) for file in self._files]
+        missing = [file for file, path in zip(self._files, self._paths, strict=True) if not path.is_file()]
         if missing:
             raise ValueError(f"directory: {where} lacks the chunk files {', '.join(missing[:3])}")
 
@@ -117,17 +121,15 @@ class ActivationStore:
         unknown = [name for name in names if name not in self.layers]
         if unknown:
             raise ValueError(f"layers: {unknown} are not stored here; stored: {', '.join(self.layers)}")
-        for file, count in zip(self._files, self._counts, strict=True):
-            _, tensors = read_safetensors(self.directory / file, "directory")
+        for path, count in zip(self._paths, self._counts, strict=True):
+            _, tensors = read_safetensors(path, "directory")
             chunk = {}
             for name in names:
                 value = tensors.get(name)
                 expected = (count, *self.shapes[name])
                 if value is None or tuple(value.shape) != expected:
                     got = "no tensor" if value is None else f"shape {tuple(value.shape)}"
-                    raise ValueError(
-                        f"directory: {str(self.directory / file)!r} holds {got} for layer {name!r}, expected {expected}"
-                    )
+                    raise ValueError(f"directory: {str(path)!r} holds {got} for layer {name!r}, expected {expected}")
                 chunk[name] = value
             yield chunk
 

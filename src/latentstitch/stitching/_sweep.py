@@ -18,6 +18,7 @@ import numpy as np
 from sklearn.base import clone
 from torch import nn
 
+from latentstitch._core.figures import write_figure
 from latentstitch.distributed import map_tasks
 from latentstitch.stitching._direct import fit_direct
 from latentstitch.stitching._hooks import resolve_layer
@@ -263,6 +264,5 @@ def plot_sweep(
     axes.set_title(title + suffix, fontsize=11)
     figure.tight_layout()
     if path is not None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(path, dpi=100)
+        write_figure(figure, path, dpi=100)
     return figure

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from latentstitch._core.atomic import write_text
 from latentstitch._core.figures import pyplot, save_figure
 
 
@@ -53,7 +54,7 @@ class AnchorStudy:
         return "\n".join(lines)
 
     def to_json(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps({"settings": self.settings, "records": self.records}, indent=1) + "\n")
+        write_text(path, json.dumps({"settings": self.settings, "records": self.records}, indent=1) + "\n")
 
     def plot(self, path: str | Path, title: str | None = None) -> Path:
         """Two panels against the number of anchors (log scale), one line per strategy with its spread over seeds:

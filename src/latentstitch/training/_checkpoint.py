@@ -10,6 +10,7 @@ import torch
 from safetensors.torch import load_model, save_file, save_model
 from torch import nn
 
+from latentstitch._core.atomic import atomic_path, write_text
 from latentstitch._core.persist import read_json, read_safetensors
 
 MODEL_FILE = "model.safetensors"
@@ -37,12 +38,14 @@ def save_checkpoint(
     ``optimizer.safetensors`` (the optimiser's tensor state) and ``checkpoint.json`` (the optimiser's
     hyper-parameters and scalar state, plus ``metadata``) to ``directory``; return it.
 
-    Tensors shared between parameters (tied weights) are stored once. The file layout is plain: the model file
-    opens with any safetensors reader, keyed by ``state_dict`` names.
+    Each file is written atomically (a temporary file renamed onto it): an interrupted save leaves every file
+    either as it was or whole. Tensors shared between parameters (tied weights) are stored once. The file layout
+    is plain: the model file opens with any safetensors reader, keyed by ``state_dict`` names.
     """
     directory = Path(directory)
     writable_folder(directory, "directory")
-    save_model(model, str(directory / MODEL_FILE))
+    with atomic_path(directory / MODEL_FILE, option="directory") as temporary:
+        save_model(model, str(temporary))
     record: dict[str, Any] = {"metadata": metadata or {}}
     if optimizer is not None:
         tensors, scalars = {}, {}
@@ -53,13 +56,14 @@ def save_checkpoint(
                     tensors[f"{param_id}.{name}"] = value.detach().contiguous().cpu()
                 else:
                     scalars[f"{param_id}.{name}"] = value
-        save_file(tensors, str(directory / OPTIMIZER_FILE))
+        with atomic_path(directory / OPTIMIZER_FILE, option="directory") as temporary:
+            save_file(tensors, str(temporary))
         record["optimizer"] = {"param_groups": state["param_groups"], "scalars": scalars}
     try:
         text = json.dumps(record, indent=2)
     except TypeError as error:
         raise TypeError(f"metadata or optimizer hyper-parameters are not JSON-serialisable: {error}") from None
-    (directory / METADATA_FILE).write_text(text + "\n")
+    write_text(directory / METADATA_FILE, text + "\n", option="directory")
     return directory
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from latentstitch._core.atomic import append_text
 from latentstitch._core.params import check_positive, check_positive_int, check_seed
 from latentstitch.training._checkpoint import writable_folder
 
@@ -91,8 +92,7 @@ class RunOutputs:
         ``on_epoch``."""
         epoch = int(record["epoch"])
         if self.log_path is not None:
-            with self.log_path.open("a") as handle:
-                handle.write(json.dumps(record) + "\n")
+            append_text(self.log_path, json.dumps(record) + "\n", option="log_path")  # whole lines, even if killed
         if self.checkpoint_dir is not None and (
             last or (self.checkpoint_every and (epoch + 1) % self.checkpoint_every == 0)
         ):
