@@ -80,6 +80,7 @@ def run_reproductions(
                     raise
                 outcomes.append(Outcome(name, None, time.perf_counter() - started, f"{type(error).__name__}: {error}"))
                 continue
+            report.settings_digest = registry.settings_digest(name, quick)
             report.write(folders[name])
             report.print(folders[name])
             outcomes.append(Outcome(name, report, time.perf_counter() - started))

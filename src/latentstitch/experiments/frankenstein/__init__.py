@@ -80,7 +80,7 @@ def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None
     experiment kept in ``checkpoint`` (if given) and taken from it when it is there already."""
     checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, {}, resume=False)
 
-    stages = 2 + 2 + len(config.init_layers) * (2 * config.init_runs + 1) + 1 + 1
+    stages = 2 + 2 + len(config.cka_penalty_sweep) + len(config.init_layers) * (2 * config.init_runs + 1) + 1 + 1
     stages += len(config.rank_layers) * len(config.ranks) + len(config.widths) - 1 + 2 * (len(config.widths) - 1)
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -110,6 +110,7 @@ def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None
 
         experiment6 = checkpoint.numbers("experiment6", experiment6)
         figure5 = checkpoint.numbers("figure5", lambda: fig5_cka_penalty.measure(context))
+        figure5_sweep = checkpoint.numbers("figure5_sweep", lambda: fig5_cka_penalty.measure_sweep(context))
         figure7 = checkpoint.numbers("figure7", lambda: fig7_low_rank.measure(context))
         figure8 = checkpoint.numbers("figure8", lambda: fig8_sparsity.measure(context))
         experiment2 = checkpoint.numbers("experiment2", lambda: fig3_width.measure(context, figure2))
@@ -125,6 +126,7 @@ def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None
         "experiment5": experiment5,
         "experiment6": experiment6,
         "figure5": figure5,
+        "figure5_sweep": figure5_sweep,
         "figure7": figure7,
         "figure8": figure8,
         "experiment2": experiment2,
@@ -198,6 +200,11 @@ def tables(numbers: dict[str, Any], config: Config) -> list[ResultTable]:
         fig2_layers.baselines_table(numbers["figure2"]),
         fig4_similarity_trace.table(traces, config.trace_layer),
         fig5_cka_penalty.table(numbers["figure5"]),
+        *(
+            [fig5_cka_penalty.sweep_table(numbers["figure5"], numbers["figure5_sweep"])]
+            if "figure5_sweep" in numbers
+            else []
+        ),
         fig7_low_rank.table(numbers["figure7"]),
         fig8_sparsity.table(numbers["figure8"], config.sparsity_layer),
         fig6_init.table(numbers["experiment5"]),
@@ -252,12 +259,7 @@ def differences(config: Config, quick: bool) -> list[str]:
         f"2 seeds, i.e. 2 directed pairs for Figure 2 and 1 elsewhere (paper: 10 runs); Experiment 5 with "
         f"{config.init_runs} random + {config.init_runs} least-squares runs per layer (paper: 50 + 50); Figure 4 "
         f"from {config.init_runs} runs (paper: 10) that differ only in data order (one pair, one least-squares init)",
-        f"task-loss budget: {config.steps(config.stitch_epochs):,} Adam steps per stitching layer (the paper's) in "
-        f"Figures 4-5 and Experiments 5-6 at {', '.join(config.long_layers)} ({config.stitch_epochs} epochs of "
-        f"{config.n_stitch:,} images at batch {config.stitch_batch}), but {config.steps(config.sweep_epochs):,} in "
-        "Figures 2, 3, 7, 8 and Experiments 5-6 at the other layers (paper: ~11,700 everywhere, which here would "
-        "take about 11 hours of one core); the lr steps happen after 1/3 and 2/3 of the steps rather than at epoch "
-        "boundaries",
+        budget_difference(config),
         f"direct matching fitted on {config.n_direct} images (paper: the whole training set)",
         "cross-entropy to model B is mean_n sum_c -p_B log p_F; the reference code also averaged over the 10 "
         "classes, so its values may be 10x smaller on the same networks",
@@ -286,3 +288,17 @@ def render_saved(results_json: str | Path, out_dir: str | Path | None = None) ->
     config = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in numbers["config"].items()})
     target = Path(out_dir) if out_dir is not None else Path(results_json).parent
     return render(numbers, config, target, quick=bool(saved.get("quick")), seconds=saved.get("seconds"))
+
+
+def budget_difference(config: Config) -> str:
+    """How the run's task-loss budget compares with the paper's ~11,700 Adam steps per stitching layer."""
+    long = f"{config.steps(config.stitch_epochs):,}"
+    lr = "; the lr steps happen after 1/3 and 2/3 of the steps rather than at epoch boundaries"
+    if config.sweep_epochs == config.stitch_epochs:
+        return f"task-loss budget: {long} Adam steps per stitching layer everywhere (paper: ~11,700){lr}"
+    return (
+        f"task-loss budget: {long} Adam steps per stitching layer in Figures 4-5 and Experiments 5-6 at "
+        f"{', '.join(config.long_layers)} ({config.stitch_epochs} epochs of {config.n_stitch:,} images at batch "
+        f"{config.stitch_batch}), but {config.steps(config.sweep_epochs):,} in Figures 2, 3, 7, 8 and Experiments "
+        f"5-6 at the other layers (paper: ~11,700 everywhere){lr}"
+    )
