@@ -37,6 +37,8 @@ REPRODUCTIONS: dict[str, str] = {
 
 #: Reproductions whose run(...) also takes ``resume: bool`` (a checkpoint of finished stages in OUT/checkpoint).
 RESUMABLE: tuple[str, ...] = ("ae-stitching", "frankenstein")
+#: Reproductions whose run(...) also takes ``device`` (``reproduce NAME --device cuda``): the long trainings.
+ON_DEVICE: tuple[str, ...] = ("ae-stitching", "frankenstein")
 
 
 def check_name(name: str) -> str:

@@ -54,6 +54,7 @@ def run_reproductions(
     keep_going: bool = False,
     scheduler: str | None = None,
     workers: int | None = None,
+    device: str = "cpu",
 ) -> list[Outcome]:
     """Run each reproduction ``name`` of ``folders`` into its folder, in order; write and print each report.
 
@@ -69,6 +70,8 @@ def run_reproductions(
             started = time.perf_counter()
             try:
                 options = {"resume": resume} if name in registry.RESUMABLE else {}
+                if name in registry.ON_DEVICE:
+                    options["device"] = device
                 report = module.run(quick=quick, out_dir=folders[name], progress=progress, **options)
             except KeyboardInterrupt:
                 hint = resume_hint(name, folders[name], quick)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from latentstitch._core.params import check_device
 from latentstitch._core.progress import progress_bar
 from latentstitch.experiments._checkpoint import FOLDER as CHECKPOINT
 from latentstitch.experiments._checkpoint import Checkpoint, console_log
@@ -37,16 +38,33 @@ PAPER = (
 __all__ = ["FULL", "HELP", "KINDS", "PAPER", "PAPER_MSE", "QUICK", "Config", "run", "test_mse"]
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False, config: Config | None = None) -> Report:
+def run(
+    *,
+    quick: bool,
+    out_dir: Path,
+    progress: bool,
+    resume: bool = False,
+    config: Config | None = None,
+    device: str = "cpu",
+) -> Report:
     """Train every model, stitch, draw the figures into ``out_dir``; return the report.
 
     Each finished (dataset, model, latent) stage is kept in ``out_dir/checkpoint`` until the report is drawn;
     ``resume=True`` goes on from those of an interrupted run of the same settings (``reproduce --resume``).
-    ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
+    ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report.
+    ``device``: where the models train and are evaluated ("cpu", "cuda"...); the models start from the same weights
+    on every device, but float sums in another order give slightly other numbers, so it is a checkpoint setting."""
     config = (QUICK if quick else FULL) if config is None else config
+    device = str(check_device(device, "device"))
     checkpoint = Checkpoint(
         Path(out_dir) / CHECKPOINT,
-        {"reproduction": "ae-stitching", "quick": quick, "threads": torch.get_num_threads(), **asdict(config)},
+        {
+            "reproduction": "ae-stitching",
+            "quick": quick,
+            "threads": torch.get_num_threads(),
+            **({} if device == "cpu" else {"device": device}),
+            **asdict(config),
+        },
         resume=resume,
         log=console_log if progress else lambda text: None,
     )
@@ -54,7 +72,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False, con
         key: load_image_task(key, n_train=n_train, n_test=n_test) for key, (n_train, n_test, _) in config.sizes.items()
     }
     baselines = {key: mean_image_mse(task) for key, task in tasks.items()}
-    mse, samples = measure(config, tasks, baselines, progress, checkpoint)
+    mse, samples = measure(config, tasks, baselines, progress, checkpoint, device)
     figure_paths = draw(mse, samples, baselines, tasks, config, Path(out_dir))
     kinds = config.kinds
     report = Report(
@@ -129,7 +147,12 @@ def differences(tasks: dict, config: Config, *, quick: bool) -> list[str]:
 
 
 def measure(
-    config: Config, tasks: dict, baselines: dict[str, float], progress: bool, checkpoint: Checkpoint | None = None
+    config: Config,
+    tasks: dict,
+    baselines: dict[str, float],
+    progress: bool,
+    checkpoint: Checkpoint | None = None,
+    device: str = "cpu",
 ) -> tuple[dict[str, dict], dict[str, dict[str, torch.Tensor]]]:
     """Test errors of every (dataset, model, latent) and reconstructions of 8 test images per dataset, each stage
     kept in ``checkpoint`` (if given) and taken from it when it is there already."""
@@ -146,7 +169,18 @@ def measure(
             for model_kind, latent in config.kinds:
                 stage = f"{key}_{model_kind}_{latent}"
                 train = functools.partial(
-                    _train_and_stitch, task, model_kind, latent, anchors, config, key, shown, bar, checkpoint, stage
+                    _train_and_stitch,
+                    task,
+                    model_kind,
+                    latent,
+                    anchors,
+                    config,
+                    key,
+                    shown,
+                    bar,
+                    checkpoint,
+                    stage,
+                    device,
                 )
                 mse[f"{key}/{model_kind}/{latent}"] = errors = checkpoint.numbers(stage, train)
                 shown_back = checkpoint.kept_tensors(f"{stage}_reconstructions")
@@ -163,17 +197,28 @@ def measure(
 
 
 def _train_and_stitch(
-    task, model_kind: str, latent: str, anchors, config: Config, key: str, shown, bar, checkpoint, stage: str
+    task,
+    model_kind: str,
+    latent: str,
+    anchors,
+    config: Config,
+    key: str,
+    shown,
+    bar,
+    checkpoint,
+    stage: str,
+    device: str = "cpu",
 ) -> dict:
-    """One stage: the models of every seed, their errors, and 8 reconstructions (kept before the errors, so a
-    checkpoint holding the errors holds them too)."""
-    models = train_kind(task, model_kind, latent, anchors, config, config.sizes[key][2], bar)
+    """One stage: the models of every seed (trained on ``device``), their errors, and 8 reconstructions (kept on the
+    CPU before the errors, so a checkpoint holding the errors holds them too)."""
+    models = train_kind(task, model_kind, latent, anchors, config, config.sizes[key][2], bar, device)
     first, second = config.seeds[0], config.seeds[1]
 
     def reconstructions() -> dict[str, torch.Tensor]:
         with torch.no_grad():
-            codes = models[first].encode(shown)
-            return {"non_stitched": models[first].decode(codes), "stitched": models[second].decode(codes)}
+            codes = models[first].encode(shown.to(device))
+            own, crossed = models[first].decode(codes), models[second].decode(codes)
+            return {"non_stitched": own.cpu(), "stitched": crossed.cpu()}
 
     checkpoint.tensors(f"{stage}_reconstructions", reconstructions)
-    return stitching_errors(models, task.x_test)
+    return stitching_errors(models, task.x_test.to(device))

@@ -36,6 +36,9 @@ class Config:
     width: float
     #: (model, latent) kinds trained: ("AE" or "VAE", "absolute" or "relative").
     kinds: tuple[tuple[str, str], ...]
+    #: free bits (nats per latent dimension) of the absolute VAE's KL (``ConvAutoencoder(free_bits=...)``); 0 is the
+    #: official loss, under which the absolute VAE collapsed onto the mean image in the previous full run.
+    free_bits: float = 0.0
 
 
 # The full run trains every model for the same number of Adam steps on both datasets (about 1,875: the paper's 60

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from latentstitch._core.params import check_device
 from latentstitch.experiments._checkpoint import FOLDER as CHECKPOINT
 from latentstitch.experiments._checkpoint import Checkpoint, console_log
 from latentstitch.experiments._report import Report, ResultTable, judge
@@ -50,32 +51,51 @@ PAPER = (
 __all__ = ["FULL", "HELP", "PAPER", "QUICK", "Config", "render", "render_saved", "run"]
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False, config: Config | None = None) -> Report:
+def run(
+    *,
+    quick: bool,
+    out_dir: Path,
+    progress: bool,
+    resume: bool = False,
+    config: Config | None = None,
+    device: str = "cpu",
+) -> Report:
     """Train the networks, run every experiment, draw the figures into ``out_dir``; return the report.
 
     Finished stages (base networks, each experiment) are kept in ``out_dir/checkpoint`` until the report is drawn;
     ``resume=True`` goes on from those of an interrupted run of the same settings (``reproduce --resume``).
-    ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
+    ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report.
+    ``device``: where the networks train and every stitching layer is fitted (a checkpoint setting: float sums in
+    another order give slightly other numbers)."""
     from threadpoolctl import threadpool_limits
 
     # numpy's BLAS (direct matching) gets the same thread budget as torch: with more threads than free cores it
     # spin-waits, and a least-squares fit that takes 0.1 s alone took 10 s on the busy 2-core machine.
     with threadpool_limits(limits=torch.get_num_threads()):
         config = (QUICK if quick else FULL) if config is None else config
+        device = str(check_device(device, "device"))
         checkpoint = Checkpoint(
             Path(out_dir) / CHECKPOINT,
             # the thread count too: float sums in another order would change the numbers a resumed run must keep
-            {"reproduction": "frankenstein", "quick": quick, "threads": torch.get_num_threads(), **asdict(config)},
+            {
+                "reproduction": "frankenstein",
+                "quick": quick,
+                "threads": torch.get_num_threads(),
+                **({} if device == "cpu" else {"device": device}),
+                **asdict(config),
+            },
             resume=resume,
             log=console_log if progress else lambda text: None,
         )
-        numbers = measure(config, progress, checkpoint)
+        numbers = measure(config, progress, checkpoint, device)
         report = render(numbers, config, Path(out_dir), quick=quick, seconds=checkpoint.seconds())
         checkpoint.finish()
         return report
 
 
-def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
+def measure(
+    config: Config, progress: bool, checkpoint: Checkpoint | None = None, device: str = "cpu"
+) -> dict[str, Any]:
     """Every experiment's numbers (plain JSON values), in the order the base networks are needed; each finished
     experiment kept in ``checkpoint`` (if given) and taken from it when it is there already."""
     checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, {}, resume=False)
@@ -93,7 +113,7 @@ def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None
                 return
             bar.console.log(description)
 
-        context = Context(config, stage, checkpoint)
+        context = Context(config, stage, checkpoint, device)
         figure2 = checkpoint.numbers("figure2", lambda: fig2_layers.measure(context))
 
         def experiment5() -> dict[str, Any]:
@@ -119,6 +139,7 @@ def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None
         bar.update(task, completed=stages, description="frankenstein: done")
     return {
         "config": asdict(config),
+        "device": device,
         "base_accuracy": [
             {"width": w, "seed": s, "accuracy": a} for (w, s), a in sorted(context.base_accuracy.items())
         ],
@@ -234,6 +255,7 @@ def setting(numbers: dict[str, Any], config: Config) -> dict[str, Any]:
         "pairs": f"seed {config.seeds[0]} -> {config.seeds[1]} and back (Figure 2); {config.seeds[0]} -> "
         f"{config.seeds[1]} elsewhere",
         "threads": torch.get_num_threads(),
+        "device": numbers.get("device", "cpu"),
     }
 
 
