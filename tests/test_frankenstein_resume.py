@@ -139,6 +139,17 @@ def test_cli_resume_only_for_resumable(capsys):
     assert "--resume: word-embeddings keeps no checkpoint" in err and "frankenstein" in err
 
 
+def test_cli_device_only_for_the_long_trainings(capsys):
+    """--device names the reproductions it applies to, and a device this machine lacks is a one-line error."""
+    from latentstitch.cli import main
+
+    assert main(["reproduce", "word-embeddings", "--device", "cuda"]) == 2
+    assert "--device: word-embeddings runs on the CPU only" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        assert main(["reproduce", "frankenstein", "--quick", "--device", "cuda"]) == 2
+        assert capsys.readouterr().err.startswith("latentstitch reproduce: error: --device:")
+
+
 def test_random_layers_round_trip(tiny, one_thread):
     """Experiment 6 interpolates Experiment 5's trained random-init layers, kept as tensors: the layers rebuilt
     from the checkpoint are exactly the trained ones."""

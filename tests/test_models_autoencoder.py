@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from latentstitch.data import load_mnist_5k
-from latentstitch.losses import calibrated_reconstruction_loss, gaussian_kl
+from latentstitch.losses import calibrated_reconstruction_loss, free_bits_kl, gaussian_kl
 from latentstitch.models import ConvAutoencoder, ZeroShotStitched, reconstruction_objective
 from latentstitch.training import RandomBatchSampler, TensorBatches, fit
 
@@ -144,3 +144,23 @@ def test_bad_anchor_images_are_named():
         ConvAutoencoder(loss="l1")
     with pytest.raises(ValueError, match="width: expected a finite number > 0"):
         ConvAutoencoder(width=0)
+
+
+def test_free_bits_kl_floors_each_dimension():
+    """With no floor it is the batch-mean KL; with a floor, a dimension whose mean KL is below it contributes the
+    floor and gets no gradient (what keeps the absolute VAE's latent in use), while the others keep theirs."""
+    torch.manual_seed(0)
+    mu, logvar = torch.randn(16, 6), torch.randn(16, 6) * 0.1
+    torch.testing.assert_close(free_bits_kl(mu, logvar, 0.0), gaussian_kl(mu, logvar).mean())
+    mu = mu.clone()
+    mu[:, 0] = 0.0  # dimension 0 sits on the prior's mean: KL ~ 0 there
+    mu.requires_grad_(True)
+    per_dim = (-0.5 * (1 + logvar - mu.square() - logvar.exp())).mean(dim=0)
+    floor = float(per_dim[0]) + 0.05
+    value = free_bits_kl(mu, logvar, floor)
+    value.backward()
+    assert mu.grad[:, 0].abs().max() == 0 and mu.grad[:, 1:].abs().max() > 0
+    expected = sum(max(float(k), floor) for k in per_dim)
+    assert math.isclose(float(value), expected, rel_tol=1e-5)
+    with pytest.raises(ValueError, match="free_bits"):
+        ConvAutoencoder(variational=False, free_bits=0.5)

@@ -10,7 +10,7 @@ import re
 import numpy as np
 
 from latentstitch.cli import main
-from latentstitch.report import MEASUREMENT, collect, render_html, write_report
+from latentstitch.report import MEASUREMENT, collect, render_collection, render_html, write_report
 
 
 def _png(path):
@@ -144,3 +144,22 @@ def test_tables_are_html_tables_with_numbers_right_and_the_paper_beside_ours(tmp
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in measure and "<script" not in page
     assert "Methods &lt;b&gt;against&lt;/b&gt; cosine" in page and "<code>code</code>" in measure
     assert measure.count("data:image/png;base64,") == 1 and "<li>one</li>" in measure
+
+
+def test_overview_says_which_reproductions_predate_their_settings(tmp_path):
+    """A committed full run stamped with its settings' digest reads "current" while the code's settings match, and
+    "predates the current settings" once they change (or "not recorded" for an unstamped run)."""
+    from latentstitch.experiments import registry
+
+    base = {"kind": "reproduction", "title": "t", "tables": [], "quick": False}
+    digests = {"cross-lingual": registry.settings_digest("cross-lingual", False), "word-embeddings": "0" * 16}
+    for name, digest in digests.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps({**base, "name": name, "settings_digest": digest}))
+    (tmp_path / "frankenstein").mkdir()
+    (tmp_path / "frankenstein" / "results.json").write_text(json.dumps({**base, "name": "frankenstein"}))
+    states = {r.name: r.settings for r in collect(tmp_path).results}
+    assert states == {"cross-lingual": "current", "word-embeddings": "changed", "frankenstein": "not recorded"}
+    overview = render_collection(collect(tmp_path)).split('id="index"')[1].split("</table>")[0]
+    assert "<th>settings</th>" in overview
+    assert overview.count("predates the current settings") == 1 and overview.count("not recorded") == 1

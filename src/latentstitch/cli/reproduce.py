@@ -62,6 +62,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=positive_int, default=1, help="torch and BLAS threads (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.add_argument(
+        "--device",
+        default="cpu",
+        help="where the long trainings run (ae-stitching, frankenstein): cpu (default) or cuda[:N]; the other "
+        "reproductions run on the CPU",
+    )
+    parser.add_argument(
         "--workers",
         type=positive_int,
         default=None,
@@ -96,6 +102,16 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(
             f"--resume: {args.name} keeps no checkpoint; the runs that do: {', '.join(registry.RESUMABLE)}"
         )
+    if args.device != "cpu":
+        on_device = set(registry.ON_DEVICE)
+        if not args.all and args.name not in on_device:
+            raise UsageError(
+                f"--device: {args.name} runs on the CPU only; --device applies to {', '.join(registry.ON_DEVICE)}"
+            )
+        with option_errors({"device": "--device"}):
+            from latentstitch._core.params import check_device
+
+            check_device(args.device, "device")
     if args.all:
         root = args.out if args.out is not None else registry.DEFAULT_ROOT
         folders = {name: root / name for name in sorted(registry.REPRODUCTIONS)}
@@ -121,6 +137,7 @@ def main(args: argparse.Namespace) -> int:
         keep_going=args.all,
         scheduler=args.scheduler,
         workers=args.workers,
+        device=args.device,
     )
     if args.all:
         print_summary(outcomes, args.quick)

@@ -3,6 +3,7 @@ and figure saving."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,13 @@ class ImageTask:
     @property
     def num_classes(self) -> int:
         return int(self.y_train.max()) + 1
+
+    def to(self, device: str | torch.device) -> ImageTask:
+        """The same task with its tensors on ``device`` (itself when they are there already)."""
+        if self.x_train.device == torch.device(device):
+            return self
+        moved = {k: getattr(self, k).to(device) for k in ("x_train", "y_train", "x_test", "y_test")}
+        return dataclasses.replace(self, **moved)
 
 
 def load_image_task(key: str, *, n_train: int | None = None, n_test: int | None = None) -> ImageTask:
@@ -79,13 +87,15 @@ def fit_seeded(
     bar: Any,
     description: str,
     drop_last: bool = False,
+    device: str | torch.device = "cpu",
     **fit_options: Any,
 ) -> nn.Module:
     """Build a model under ``torch.manual_seed(seed)`` and ``fit`` it on shuffled mini-batches of ``tensors``
     (data order seeded by ``seed`` too; ``drop_last`` drops a short last batch); its progress task is removed when
-    done. Returns the model in eval mode."""
+    done. The model is built on the CPU (the same initial weights on every device), then moved to ``device``, where
+    ``tensors`` must be. Returns the model in eval mode."""
     torch.manual_seed(seed)
-    model = build()
+    model = build().to(device)
     batches = TensorBatches(tensors, RandomBatchSampler(len(tensors[0]), batch_size, drop_last=drop_last, seed=seed))
     known = set(bar.task_ids) if bar is not None else set()
     fit(

@@ -79,6 +79,8 @@ class Report:
     quick: bool = False
     smoke: bool = False
     kind: str = "reproduction"
+    #: ``registry.settings_digest`` of the settings the run used (a report flags results whose settings changed).
+    settings_digest: str | None = None
 
     def __post_init__(self):
         if self.smoke and self.patterns:

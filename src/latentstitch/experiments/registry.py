@@ -8,8 +8,11 @@ and ``run(*, quick: bool, out_dir: Path, progress: bool) -> latentstitch.experim
 from __future__ import annotations
 
 import ast
+import hashlib
 import importlib
 import importlib.util
+import json
+from dataclasses import asdict
 from pathlib import Path
 from types import ModuleType
 
@@ -34,6 +37,8 @@ REPRODUCTIONS: dict[str, str] = {
 
 #: Reproductions whose run(...) also takes ``resume: bool`` (a checkpoint of finished stages in OUT/checkpoint).
 RESUMABLE: tuple[str, ...] = ("ae-stitching", "frankenstein")
+#: Reproductions whose run(...) also takes ``device`` (``reproduce NAME --device cuda``): the long trainings.
+ON_DEVICE: tuple[str, ...] = ("ae-stitching", "frankenstein")
 
 
 def check_name(name: str) -> str:
@@ -61,3 +66,18 @@ def help_line(name: str) -> str:
 def load(name: str) -> ModuleType:
     """The module of the reproduction ``name`` (imported now: it may load torch and the experiment's code)."""
     return importlib.import_module(REPRODUCTIONS[check_name(name)])
+
+
+def settings_digest(name: str, quick: bool) -> str | None:
+    """A short digest of the reproduction's current settings (its ``config.FULL`` or ``config.QUICK``), stamped into
+    each run's results.json, so a report can tell a committed result that predates a change of its settings. None
+    for a reproduction without a ``config`` module."""
+    try:
+        config = importlib.import_module(REPRODUCTIONS[check_name(name)] + ".config")
+    except ModuleNotFoundError:
+        return None
+    settings = getattr(config, "QUICK" if quick else "FULL", None)
+    if settings is None:
+        return None
+    text = json.dumps(asdict(settings), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -54,6 +54,7 @@ def run_reproductions(
     keep_going: bool = False,
     scheduler: str | None = None,
     workers: int | None = None,
+    device: str = "cpu",
 ) -> list[Outcome]:
     """Run each reproduction ``name`` of ``folders`` into its folder, in order; write and print each report.
 
@@ -69,6 +70,8 @@ def run_reproductions(
             started = time.perf_counter()
             try:
                 options = {"resume": resume} if name in registry.RESUMABLE else {}
+                if name in registry.ON_DEVICE:
+                    options["device"] = device
                 report = module.run(quick=quick, out_dir=folders[name], progress=progress, **options)
             except KeyboardInterrupt:
                 hint = resume_hint(name, folders[name], quick)
@@ -80,6 +83,7 @@ def run_reproductions(
                     raise
                 outcomes.append(Outcome(name, None, time.perf_counter() - started, f"{type(error).__name__}: {error}"))
                 continue
+            report.settings_digest = registry.settings_digest(name, quick)
             report.write(folders[name])
             report.print(folders[name])
             outcomes.append(Outcome(name, report, time.perf_counter() - started))

@@ -1,6 +1,12 @@
 """Training losses: topological densification of class clusters and the autoencoders' reconstruction terms."""
 
-from latentstitch.losses._reconstruction import calibrated_reconstruction_loss, gaussian_kl
+from latentstitch.losses._reconstruction import calibrated_reconstruction_loss, free_bits_kl, gaussian_kl
 from latentstitch.losses._topological import TopologicalDensificationLoss, death_times
 
-__all__ = ["TopologicalDensificationLoss", "calibrated_reconstruction_loss", "death_times", "gaussian_kl"]
+__all__ = [
+    "TopologicalDensificationLoss",
+    "calibrated_reconstruction_loss",
+    "death_times",
+    "free_bits_kl",
+    "gaussian_kl",
+]

@@ -35,3 +35,17 @@ def gaussian_kl(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
     if mu.shape != logvar.shape:
         raise ValueError(f"mu and logvar shapes differ: {tuple(mu.shape)} vs {tuple(logvar.shape)}")
     return -0.5 * (1 + logvar - mu.square() - logvar.exp()).flatten(1).sum(dim=1)
+
+
+def free_bits_kl(mu: torch.Tensor, logvar: torch.Tensor, free_bits: float) -> torch.Tensor:
+    """The batch-mean KL of ``gaussian_kl`` with a floor of ``free_bits`` nats on each latent dimension (Kingma et al.
+    2016, "Improved variational inference with inverse autoregressive flow", eq. 15): ``sum_d max(mean_n KL_nd,
+    free_bits)``. A dimension whose mean KL is below the floor gets no gradient towards the prior, so a KL term that
+    outweighs the reconstruction cannot switch every dimension off (posterior collapse onto the mean image). With
+    ``free_bits=0`` it equals ``gaussian_kl(mu, logvar).mean()``."""
+    if mu.shape != logvar.shape:
+        raise ValueError(f"mu and logvar shapes differ: {tuple(mu.shape)} vs {tuple(logvar.shape)}")
+    if not free_bits >= 0:
+        raise ValueError(f"free_bits: expected a number >= 0, got {free_bits!r}")
+    per_dimension = (-0.5 * (1 + logvar - mu.square() - logvar.exp())).flatten(1).mean(dim=0)
+    return per_dimension.clamp(min=free_bits).sum()

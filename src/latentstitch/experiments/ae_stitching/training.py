@@ -33,16 +33,26 @@ def mean_image_mse(task: ImageTask) -> float:
 
 
 def train_kind(
-    task: ImageTask, model_kind: str, latent: str, anchors: torch.Tensor, config: Config, epochs: int, bar: Any
+    task: ImageTask,
+    model_kind: str,
+    latent: str,
+    anchors: torch.Tensor,
+    config: Config,
+    epochs: int,
+    bar: Any,
+    device: str | torch.device = "cpu",
 ) -> dict[int, torch.nn.Module]:
-    """One autoencoder per seed of ``config.seeds``; relative ones share the same anchor images."""
+    """One autoencoder per seed of ``config.seeds``, trained on ``device``; relative ones share the same anchor
+    images (given on the CPU: each model is built there, with the same initial weights on every device)."""
+    task = task.to(device)
     build = functools.partial(
         ConvAutoencoder,
         task.x_train.shape[1:],
         width=config.width,
         latent_dim=256,
         variational=model_kind == "VAE",
-        anchor_inputs=anchors if latent == "relative" else None,
+        anchor_inputs=anchors.cpu() if latent == "relative" else None,
+        free_bits=config.free_bits if (model_kind, latent) == ("VAE", "absolute") else 0.0,
     )
     return {
         seed: fit_seeded(
@@ -56,6 +66,7 @@ def train_kind(
             description=f"{task.name} {latent} {model_kind} seed {seed}",
             lr=1e-3,
             grad_clip=10.0,
+            device=device,
         )
         for seed in config.seeds
     }

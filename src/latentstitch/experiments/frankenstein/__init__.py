@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from latentstitch._core.params import check_device
 from latentstitch.experiments._checkpoint import FOLDER as CHECKPOINT
 from latentstitch.experiments._checkpoint import Checkpoint, console_log
 from latentstitch.experiments._report import Report, ResultTable, judge
@@ -50,37 +51,56 @@ PAPER = (
 __all__ = ["FULL", "HELP", "PAPER", "QUICK", "Config", "render", "render_saved", "run"]
 
 
-def run(*, quick: bool, out_dir: Path, progress: bool, resume: bool = False, config: Config | None = None) -> Report:
+def run(
+    *,
+    quick: bool,
+    out_dir: Path,
+    progress: bool,
+    resume: bool = False,
+    config: Config | None = None,
+    device: str = "cpu",
+) -> Report:
     """Train the networks, run every experiment, draw the figures into ``out_dir``; return the report.
 
     Finished stages (base networks, each experiment) are kept in ``out_dir/checkpoint`` until the report is drawn;
     ``resume=True`` goes on from those of an interrupted run of the same settings (``reproduce --resume``).
-    ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
+    ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report.
+    ``device``: where the networks train and every stitching layer is fitted (a checkpoint setting: float sums in
+    another order give slightly other numbers)."""
     from threadpoolctl import threadpool_limits
 
     # numpy's BLAS (direct matching) gets the same thread budget as torch: with more threads than free cores it
     # spin-waits, and a least-squares fit that takes 0.1 s alone took 10 s on the busy 2-core machine.
     with threadpool_limits(limits=torch.get_num_threads()):
         config = (QUICK if quick else FULL) if config is None else config
+        device = str(check_device(device, "device"))
         checkpoint = Checkpoint(
             Path(out_dir) / CHECKPOINT,
             # the thread count too: float sums in another order would change the numbers a resumed run must keep
-            {"reproduction": "frankenstein", "quick": quick, "threads": torch.get_num_threads(), **asdict(config)},
+            {
+                "reproduction": "frankenstein",
+                "quick": quick,
+                "threads": torch.get_num_threads(),
+                **({} if device == "cpu" else {"device": device}),
+                **asdict(config),
+            },
             resume=resume,
             log=console_log if progress else lambda text: None,
         )
-        numbers = measure(config, progress, checkpoint)
+        numbers = measure(config, progress, checkpoint, device)
         report = render(numbers, config, Path(out_dir), quick=quick, seconds=checkpoint.seconds())
         checkpoint.finish()
         return report
 
 
-def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None) -> dict[str, Any]:
+def measure(
+    config: Config, progress: bool, checkpoint: Checkpoint | None = None, device: str = "cpu"
+) -> dict[str, Any]:
     """Every experiment's numbers (plain JSON values), in the order the base networks are needed; each finished
     experiment kept in ``checkpoint`` (if given) and taken from it when it is there already."""
     checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, {}, resume=False)
 
-    stages = 2 + 2 + len(config.init_layers) * (2 * config.init_runs + 1) + 1 + 1
+    stages = 2 + 2 + len(config.cka_penalty_sweep) + len(config.init_layers) * (2 * config.init_runs + 1) + 1 + 1
     stages += len(config.rank_layers) * len(config.ranks) + len(config.widths) - 1 + 2 * (len(config.widths) - 1)
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -93,7 +113,7 @@ def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None
                 return
             bar.console.log(description)
 
-        context = Context(config, stage, checkpoint)
+        context = Context(config, stage, checkpoint, device)
         figure2 = checkpoint.numbers("figure2", lambda: fig2_layers.measure(context))
 
         def experiment5() -> dict[str, Any]:
@@ -110,6 +130,7 @@ def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None
 
         experiment6 = checkpoint.numbers("experiment6", experiment6)
         figure5 = checkpoint.numbers("figure5", lambda: fig5_cka_penalty.measure(context))
+        figure5_sweep = checkpoint.numbers("figure5_sweep", lambda: fig5_cka_penalty.measure_sweep(context))
         figure7 = checkpoint.numbers("figure7", lambda: fig7_low_rank.measure(context))
         figure8 = checkpoint.numbers("figure8", lambda: fig8_sparsity.measure(context))
         experiment2 = checkpoint.numbers("experiment2", lambda: fig3_width.measure(context, figure2))
@@ -118,6 +139,7 @@ def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None
         bar.update(task, completed=stages, description="frankenstein: done")
     return {
         "config": asdict(config),
+        "device": device,
         "base_accuracy": [
             {"width": w, "seed": s, "accuracy": a} for (w, s), a in sorted(context.base_accuracy.items())
         ],
@@ -125,6 +147,7 @@ def measure(config: Config, progress: bool, checkpoint: Checkpoint | None = None
         "experiment5": experiment5,
         "experiment6": experiment6,
         "figure5": figure5,
+        "figure5_sweep": figure5_sweep,
         "figure7": figure7,
         "figure8": figure8,
         "experiment2": experiment2,
@@ -198,6 +221,11 @@ def tables(numbers: dict[str, Any], config: Config) -> list[ResultTable]:
         fig2_layers.baselines_table(numbers["figure2"]),
         fig4_similarity_trace.table(traces, config.trace_layer),
         fig5_cka_penalty.table(numbers["figure5"]),
+        *(
+            [fig5_cka_penalty.sweep_table(numbers["figure5"], numbers["figure5_sweep"])]
+            if "figure5_sweep" in numbers
+            else []
+        ),
         fig7_low_rank.table(numbers["figure7"]),
         fig8_sparsity.table(numbers["figure8"], config.sparsity_layer),
         fig6_init.table(numbers["experiment5"]),
@@ -227,6 +255,7 @@ def setting(numbers: dict[str, Any], config: Config) -> dict[str, Any]:
         "pairs": f"seed {config.seeds[0]} -> {config.seeds[1]} and back (Figure 2); {config.seeds[0]} -> "
         f"{config.seeds[1]} elsewhere",
         "threads": torch.get_num_threads(),
+        "device": numbers.get("device", "cpu"),
     }
 
 
@@ -252,12 +281,7 @@ def differences(config: Config, quick: bool) -> list[str]:
         f"2 seeds, i.e. 2 directed pairs for Figure 2 and 1 elsewhere (paper: 10 runs); Experiment 5 with "
         f"{config.init_runs} random + {config.init_runs} least-squares runs per layer (paper: 50 + 50); Figure 4 "
         f"from {config.init_runs} runs (paper: 10) that differ only in data order (one pair, one least-squares init)",
-        f"task-loss budget: {config.steps(config.stitch_epochs):,} Adam steps per stitching layer (the paper's) in "
-        f"Figures 4-5 and Experiments 5-6 at {', '.join(config.long_layers)} ({config.stitch_epochs} epochs of "
-        f"{config.n_stitch:,} images at batch {config.stitch_batch}), but {config.steps(config.sweep_epochs):,} in "
-        "Figures 2, 3, 7, 8 and Experiments 5-6 at the other layers (paper: ~11,700 everywhere, which here would "
-        "take about 11 hours of one core); the lr steps happen after 1/3 and 2/3 of the steps rather than at epoch "
-        "boundaries",
+        budget_difference(config),
         f"direct matching fitted on {config.n_direct} images (paper: the whole training set)",
         "cross-entropy to model B is mean_n sum_c -p_B log p_F; the reference code also averaged over the 10 "
         "classes, so its values may be 10x smaller on the same networks",
@@ -286,3 +310,17 @@ def render_saved(results_json: str | Path, out_dir: str | Path | None = None) ->
     config = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in numbers["config"].items()})
     target = Path(out_dir) if out_dir is not None else Path(results_json).parent
     return render(numbers, config, target, quick=bool(saved.get("quick")), seconds=saved.get("seconds"))
+
+
+def budget_difference(config: Config) -> str:
+    """How the run's task-loss budget compares with the paper's ~11,700 Adam steps per stitching layer."""
+    long = f"{config.steps(config.stitch_epochs):,}"
+    lr = "; the lr steps happen after 1/3 and 2/3 of the steps rather than at epoch boundaries"
+    if config.sweep_epochs == config.stitch_epochs:
+        return f"task-loss budget: {long} Adam steps per stitching layer everywhere (paper: ~11,700){lr}"
+    return (
+        f"task-loss budget: {long} Adam steps per stitching layer in Figures 4-5 and Experiments 5-6 at "
+        f"{', '.join(config.long_layers)} ({config.stitch_epochs} epochs of {config.n_stitch:,} images at batch "
+        f"{config.stitch_batch}), but {config.steps(config.sweep_epochs):,} in Figures 2, 3, 7, 8 and Experiments "
+        f"5-6 at the other layers (paper: ~11,700 everywhere){lr}"
+    )

@@ -21,15 +21,26 @@ from latentstitch.stitching import stitch_metrics
 
 class Context:
     """Data, base networks and the stitching settings every experiment uses; ``stage(text)`` reports progress;
-    ``checkpoint`` keeps the trained base networks (and the run's finished stages) of a run that may be resumed."""
+    ``checkpoint`` keeps the trained base networks (and the run's finished stages) of a run that may be resumed;
+    ``device``: where the data, the networks and every stitching layer live (networks are built on the CPU, so
+    they start from the same weights on every device)."""
 
-    def __init__(self, config: Config, stage: Callable[[str], None], checkpoint: Checkpoint | None = None):
+    def __init__(
+        self,
+        config: Config,
+        stage: Callable[[str], None],
+        checkpoint: Checkpoint | None = None,
+        device: str | torch.device = "cpu",
+    ):
         self.config = config
+        self.device = torch.device(device)
         self.stage = stage
         self.checkpoint = checkpoint if checkpoint is not None else Checkpoint(None, {}, resume=False)
         data = load_fashion_mnist(n_train=config.n_train, n_test=config.n_test, seed=0)
-        self.x_train, self.y_train = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
-        self.x_test, self.y_test = torch.from_numpy(data.x_test), torch.from_numpy(data.y_test)
+        self.x_train = torch.from_numpy(data.x_train).to(self.device)
+        self.y_train = torch.from_numpy(data.y_train).to(self.device)
+        self.x_test = torch.from_numpy(data.x_test).to(self.device)
+        self.y_test = torch.from_numpy(data.y_test).to(self.device)
         self.stitch_data = (self.x_train[: config.n_stitch], self.y_train[: config.n_stitch])
         self.direct_data = self.x_train[: config.n_direct]
         self.eval_data = (self.x_test, self.y_test)
@@ -44,7 +55,7 @@ class Context:
             def train() -> dict[str, torch.Tensor]:
                 self.stage(f"training Tiny-10 x{width:g} seed {seed}")
                 torch.manual_seed(seed)
-                model = tiny10(width)
+                model = tiny10(width).to(self.device)
                 train_classifier(
                     model,
                     self.x_train,
@@ -53,10 +64,11 @@ class Context:
                     batch_size=self.config.base_batch,
                     seed=seed,
                 )
-                return model.state_dict()
+                return {name: tensor.cpu() for name, tensor in model.state_dict().items()}
 
             model = tiny10(width)
             model.load_state_dict(self.checkpoint.tensors(f"base_x{width:g}_seed{seed}", train))
+            model.to(self.device)
             self.models[width, seed] = model
             self.base_accuracy[width, seed] = accuracy(model, self.x_test, self.y_test)
         return self.models[width, seed]
