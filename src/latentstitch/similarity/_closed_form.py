@@ -1,0 +1,237 @@
+"""Closed-form permutation tests of the kernel-alignment measures: no permutation is drawn.
+
+Linear CKA is the RV coefficient: ``tr(Wx Wy) / sqrt(tr Wx^2 tr Wy^2)`` with ``W = Xc Xc^T`` the double-centred Gram
+matrices. Permuting y's rows permutes Wy's rows and columns; the denominator does not change, so the null of CKA is
+the null of the Mantel statistic ``tr(Wx P Wy P^T)`` scaled, whose exact moments ``_permutation_moments`` gives.
+Debiased CKA is the same with U-centred Gram matrices (zero diagonal, zero row sums: the permutation mean is exactly
+0), RBF CKA with the centred (or U-centred) RBF Gram matrices.
+
+What is exact and what it costs (n samples, d = p + q features):
+
+- linear and debiased CKA work in feature space and never form an n x n matrix: the value and the exact mean and
+  variance come from the p x p, q x q, p x q moments (what ``cka`` computes anyway, O(n d^2)) and the squared row
+  norms (O(n d)).
+- the third moment (the skewness of the Pearson type III fit) also needs ``U = sum_ij A_ij^3``, ``R = sum_i
+  A_ii (A^2)_ii`` and, for the U-centred matrices, ``tr A^3``: sums over n^2 entries. They are computed exactly
+  from every row of A (O(n^2 d)) when ``n <= EXACT_ROWS``, otherwise estimated without bias from ``SAMPLED_ROWS``
+  rows drawn at random with ``seed`` (O(SAMPLED_ROWS n d)): the mean and variance stay exact, the skewness is an
+  estimate (``ClosedForm.exact`` says which). Every other sum (``tr A``, ``tr A^2``, the biased ``tr A^3`` as
+  ``tr C^3``, ``sum a_i^2``, ``sum a_i^3``, ``a^T A a``) is exact in feature space.
+- RBF CKA forms its n x n Gram matrices, as the measure itself does.
+
+Other measures have no closed-form null here: the fitted ones (R^2, the CCA family, Procrustes, GULP...) and the
+neighbourhood ones are not Mantel statistics; RSA correlates the off-diagonal entries (not row-centred), and distance
+correlation is the square root of a Mantel ratio, whose moments are not those of the ratio.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from latentstitch._core.moments import rescaled_for_moments
+from latentstitch._core.numerics import matmul
+from latentstitch.similarity._cka import center_gram, gram_rbf
+from latentstitch.similarity._cka_statistics import CKAStatistics, cka_ratio, debiased_hsic
+from latentstitch.similarity._permutation_moments import GramInvariants, mantel_moments, pearson3_p_value
+from latentstitch.similarity._registry import MeasureSpec
+
+EXACT_ROWS = 2048  # the skewness's n^2 sums are exact up to this many samples ...
+SAMPLED_ROWS = 512  # ... and estimated from this many random rows beyond
+_BLOCK_ELEMENTS = 1 << 23  # rows of A in one block of the sweep: 64 MiB of float64
+
+
+def has_closed_form(spec: MeasureSpec, options: dict[str, Any]) -> bool:
+    """Whether ``closed_form_test`` handles this measure with these options."""
+    merged = {**spec.options, **options}
+    if spec.name not in ("linear_cka", "debiased_cka", "rbf_cka"):
+        return False
+    return set(merged) <= {"kernel", "debiased", "bandwidth", "method"} and merged.get("kernel", "linear") in (
+        "linear",
+        "rbf",
+    )
+
+
+@dataclass(frozen=True)
+class ClosedForm:
+    """The measure's value and its permutation null in closed form, in the measure's units: ``mean``, ``std``
+    exact; ``skewness`` exact when ``exact`` (else estimated from ``rows`` sampled rows); ``z`` the standardised
+    value; ``p_value`` the Pearson type III upper tail."""
+
+    value: float
+    mean: float
+    std: float
+    skewness: float
+    z: float
+    p_value: float
+    exact: bool
+    rows: int
+
+
+# --- the centred matrices, as operators ------------------------------------------------------------------------
+
+
+class _FeatureGram:
+    """``A = Xc Xc^T - c H`` with ``c = tr(Xc Xc^T) / (n - 1)`` (trace 0) from centred data, never formed."""
+
+    def __init__(self, xc: torch.Tensor, cov: torch.Tensor):
+        self.xc, self.n = xc, xc.shape[0]
+        n, total = self.n, float(torch.trace(cov))
+        self.c = c = total / (n - 1)
+        norms = (xc.to(torch.float64) ** 2).sum(dim=1)
+        self.diag = norms - c * (1 - 1 / n)
+        norm2 = float((cov * cov).sum())
+        self.trace2 = norm2 - total**2 / (n - 1)
+        cube = float(torch.trace(cov @ cov @ cov))
+        self.trace3 = cube - 3 * c * norm2 + 3 * c**2 * total - c**3 * (n - 1)
+
+    def rows(self, index: torch.Tensor) -> torch.Tensor:
+        block = matmul(self.xc[index], self.xc.T).to(torch.float64) + self.c / self.n
+        block[torch.arange(index.shape[0]), index] -= self.c
+        return block
+
+    def apply(self, v: torch.Tensor) -> torch.Tensor:
+        product = matmul(self.xc, matmul(self.xc.T, v.to(self.xc.dtype))).to(torch.float64)
+        return product - self.c * (v - v.mean(dim=0, keepdim=True))
+
+
+class _UCentredFeatureGram:
+    """The U-centred Gram matrix ``Xc Xc^T + u 1^T + 1 u^T - diag(g)`` (zero diagonal, zero row sums), never formed;
+    ``u = w / (n - 2) - tr / (2 (n - 1)(n - 2))`` with w the squared row norms, ``g = w + 2 u``."""
+
+    trace3 = None
+
+    def __init__(self, xc: torch.Tensor, cov: torch.Tensor):
+        self.xc, self.n = xc, xc.shape[0]
+        n, total = self.n, torch.trace(cov)
+        norms = (xc.to(torch.float64) ** 2).sum(dim=1)
+        self.u = norms / (n - 2) - float(total) / (2 * (n - 1) * (n - 2))
+        self.g = norms + 2 * self.u
+        self.diag = torch.zeros_like(norms)
+        self.trace2 = float(debiased_hsic((cov * cov).sum(), norms @ norms, total, total, n))
+
+    def rows(self, index: torch.Tensor) -> torch.Tensor:
+        block = matmul(self.xc[index], self.xc.T).to(torch.float64) + self.u[index, None] + self.u[None, :]
+        block[torch.arange(index.shape[0]), index] = 0.0
+        return block
+
+    def apply(self, v: torch.Tensor) -> torch.Tensor:
+        product = matmul(self.xc, matmul(self.xc.T, v.to(self.xc.dtype))).to(torch.float64)
+        return product + self.u[:, None] * v.sum(dim=0) + (self.u @ v)[None, :] - self.g[:, None] * v
+
+
+class _ExplicitGram:
+    """A formed n x n centred (or U-centred) matrix, shifted to trace 0 when its diagonal is not zero."""
+
+    trace3 = None
+
+    def __init__(self, matrix: torch.Tensor):
+        self.n = n = matrix.shape[0]
+        matrix = matrix.to(torch.float64)
+        c = float(torch.trace(matrix)) / (n - 1)
+        if c != 0.0:
+            matrix = matrix - c * (torch.eye(n, dtype=matrix.dtype, device=matrix.device) - 1.0 / n)
+        self.matrix = matrix
+        self.diag = torch.diagonal(matrix).clone()
+        self.trace2 = float((matrix * matrix).sum())
+
+    def rows(self, index: torch.Tensor) -> torch.Tensor:
+        return self.matrix[index]
+
+    def apply(self, v: torch.Tensor) -> torch.Tensor:
+        return self.matrix @ v
+
+
+def gram_invariants(op: Any, rows: torch.Tensor | None) -> GramInvariants:
+    """The invariants of ``op``'s matrix; the n^2 sums over ``rows`` (all rows when None, else an unbiased
+    estimate scaled by n / len(rows); the diagonal's share is always exact)."""
+    n, a = op.n, op.diag
+    index = torch.arange(n, device=a.device) if rows is None else rows.to(a.device)
+    block = max(1, min(index.shape[0], _BLOCK_ELEMENTS // max(n, 1)))
+    cubes = squares = trace3 = 0.0
+    for start in range(0, index.shape[0], block):
+        part = index[start : start + block]
+        r = op.rows(part)
+        cubes += float((r**3).sum() - (a[part] ** 3).sum())  # off the diagonal
+        squares += float((a[part] * ((r * r).sum(dim=1) - a[part] ** 2)).sum())
+        if op.trace3 is None:
+            trace3 += float((r * op.apply(r.T).T).sum())
+    scale = n / index.shape[0]
+    diag3 = float((a**3).sum())
+    return GramInvariants(
+        n=n,
+        trace=0.0,
+        trace2=op.trace2,
+        diag2=float((a * a).sum()),
+        trace3=op.trace3 if op.trace3 is not None else scale * trace3,
+        diag3=diag3,
+        cubes=diag3 + scale * cubes,
+        diag_form=float(a @ op.apply(a[:, None])[:, 0]),
+        diag_square=diag3 + scale * squares,
+    )
+
+
+def _sampled_rows(n: int, seed: int, device: torch.device) -> torch.Tensor | None:
+    if n <= EXACT_ROWS:
+        return None
+    chosen = np.sort(np.random.default_rng(seed).choice(n, SAMPLED_ROWS, replace=False))
+    return torch.from_numpy(chosen).to(device)
+
+
+def _centred(t: torch.Tensor) -> torch.Tensor:
+    dtype = torch.float64 if t.dtype == torch.float64 else torch.float32
+    return (t.to(dtype) - t.mean(dim=0, dtype=torch.float64).to(dtype)).contiguous()
+
+
+def _operators(spec: MeasureSpec, x: torch.Tensor, y: torch.Tensor, options: dict[str, Any]):
+    """(value's numerator, x's operator, y's operator, denominator): the value is ``(T + offset) / denominator``
+    with T the Mantel statistic of the trace-zero operators and offset ``tr A0 tr B0 / (n - 1)``."""
+    merged = {**spec.options, **options}
+    debiased = bool(merged.get("debiased", False))
+    n = x.shape[0]
+    if merged.get("kernel", "linear") == "rbf":
+        bandwidth = merged.get("bandwidth", 1.0)
+        kx = center_gram(gram_rbf(rescaled_for_moments(x), bandwidth).to(torch.float64), debiased)
+        ky = center_gram(gram_rbf(rescaled_for_moments(y), bandwidth).to(torch.float64), debiased)
+        xy, xx, yy = (kx * ky).sum(), (kx * kx).sum(), (ky * ky).sum()
+        value = float(cka_ratio(xy, xx, yy, spec.name))
+        offset = float(torch.trace(kx) * torch.trace(ky)) / (n - 1)
+        return value, _ExplicitGram(kx), _ExplicitGram(ky), float(torch.sqrt(xx * yy)), offset
+    x, y = rescaled_for_moments(x), rescaled_for_moments(y)
+    statistics = CKAStatistics(debiased).update(x, y)
+    xy, xx, yy = statistics.hsic_terms()
+    value = float(cka_ratio(xy, xx, yy, spec.name))
+    m = statistics.moments
+    cxx, cyy = m.centered_aa(), m.centered_bb()
+    gram = _UCentredFeatureGram if debiased else _FeatureGram
+    offset = 0.0 if debiased else float(torch.trace(cxx) * torch.trace(cyy)) / (n - 1)
+    return value, gram(_centred(x), cxx), gram(_centred(y), cyy), float(torch.sqrt(xx) * torch.sqrt(yy)), offset
+
+
+def closed_form_test(
+    spec: MeasureSpec, x: torch.Tensor, y: torch.Tensor, options: dict[str, Any], seed: int = 0
+) -> ClosedForm:
+    """The closed-form permutation test of ``spec`` (``has_closed_form``) on validated tensors with n >= 6."""
+    with torch.no_grad():
+        value, op_x, op_y, denominator, offset = _operators(spec, x.detach(), y.detach(), options)
+        rows = _sampled_rows(x.shape[0], seed, x.device)
+        moments = mantel_moments(gram_invariants(op_x, rows), gram_invariants(op_y, rows))
+    mean = offset / denominator
+    std = math.sqrt(max(moments.variance, 0.0)) / denominator
+    difference = value - mean
+    z = difference / std if std > 0 else (0.0 if difference == 0 else math.copysign(math.inf, difference))
+    skewness = moments.skewness
+    return ClosedForm(
+        value=value,
+        mean=mean,
+        std=std,
+        skewness=skewness,
+        z=z,
+        p_value=pearson3_p_value(z, skewness),
+        exact=rows is None,
+        rows=x.shape[0] if rows is None else int(rows.shape[0]),
+    )
