@@ -256,7 +256,9 @@ def permutation_test(
         size = batch_size_for(xt.shape[1], yt.shape[1]) if batch_size is None else batch_size
         size = check_positive_int(size, "batch_size")
         batches = generator.batches(permutations, size)
-        use_kernel = method == "batched"
+        # below FEWEST_TO_PERMUTE samples (at most 24 orders, already warned) the measure itself computes every null
+        # value: a kernel's rounding at the degenerate N = 2..4 must not decide a tie the loop would call one
+        use_kernel = method == "batched" and n >= FEWEST_TO_PERMUTE
         null, _ = null_distribution(
             spec, xt, yt, options, batches, batched=use_kernel, progress=progress, total=permutations
         )
@@ -277,7 +279,7 @@ def permutation_test(
         kind=spec.kind,
         samples=n,
         trivial=trivial,
-        batched=method == "batched",
+        batched=method == "batched" and n >= FEWEST_TO_PERMUTE,
         method=method,
         null_skewness=skewness,
     )
