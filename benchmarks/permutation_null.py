@@ -17,6 +17,17 @@ naive call, interleaved so that both see the same load, and the totals are extra
 ``ours = setup + median(batch) * ceil(permutations / B)``, ``naive = median(call) * permutations``; the output says
 so. Every measured naive value is checked against the batched one for the same permutation. The same runs on CUDA
 tensors when a GPU is visible (``torch.cuda.is_available()``); otherwise that part is skipped with a message.
+
+Closed form (``--closed-form``, on by default for linear and debiased CKA): ``permutation_test(x, y, measure,
+method="moments")`` (value, exact permutation mean and variance, skewness from 512 sampled rows beyond n = 2048,
+Pearson type III p-value; no permutation drawn) timed against one ``cka(x, y)`` call on the same data in the same
+run, interleaved (``--rounds`` rounds, medians): the target is <= 2x one CKA computation at N = 50k, d = 768.
+
+Calibration (``--calibration``): for linear CKA, the false-positive rate at 0.05 of the closed form over
+``--pairs`` (200) independent pairs (N = 100, widths 8 and 5, Gaussian and exponential), with its binomial 99%
+interval; and the agreement of the closed form with ``--drawn`` (10,000) drawn permutations on pairs of increasing
+dependence (digits features vs a noisy transform; synthetic Gaussian): |log p_closed - log p_drawn| next to the
+Monte Carlo standard error of log p_drawn, ``sqrt((1 - p) / (p K))``.
 """
 
 from __future__ import annotations
@@ -48,6 +59,9 @@ def add_arguments(parser) -> None:
         "--rounds", type=int, default=None, help="interleaved rounds measured (default 10; mutual k-NN 2)"
     )
     group.add_argument("--measures", nargs="*", default=list(MEASURES), help=f"of {', '.join(MEASURES)}")
+    group.add_argument("--only", choices=("all", "drawn", "closed-form", "calibration"), default="all")
+    group.add_argument("--pairs", type=int, default=200, help="independent pairs of the calibration (default 200)")
+    group.add_argument("--drawn", type=int, default=10_000, help="drawn permutations of the agreement (default 10,000)")
 
 
 def setup(n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -91,11 +105,101 @@ def measure(x: torch.Tensor, y: torch.Tensor, name: str, permutations: int, roun
     ]
 
 
+def closed_form_rows(x: torch.Tensor, y: torch.Tensor, rounds: int) -> list:
+    rows = []
+    for name, options in (("linear_cka", {}), ("debiased_cka", {"debiased": True})):
+        cka_times, closed_times = [], []
+        for _ in range(rounds):
+            _, seconds = _timed(lambda: float(similarity.cka(x, y, **options)), x.device)
+            cka_times.append(seconds)
+            test, seconds = _timed(lambda: similarity.permutation_test(x, y, name, method="moments"), x.device)
+            closed_times.append(seconds)
+        ratio = statistics.median(closed_times) / statistics.median(cka_times)
+        rows.append(
+            [
+                f"{name} ({x.device.type})",
+                f"{statistics.median(cka_times):.2f}",
+                f"{statistics.median(closed_times):.2f}",
+                f"{ratio:.2f}x",
+                f"p = {test.p_value:.3g}, z = {test.z_score:.3g}, skew {test.null_skewness:.3g}",
+            ]
+        )
+        print("  " + " | ".join(rows[-1]), flush=True)
+    return rows
+
+
+def calibration(args) -> None:
+    from scipy import stats
+
+    from benchmarks._harness import print_table
+
+    rng = np.random.default_rng(0)
+    p_values = []
+    for _ in range(args.pairs):
+        a, b = rng.standard_normal((100, 8)), rng.exponential(size=(100, 5))
+        p_values.append(similarity.permutation_test(a, b, "linear_cka", method="moments").p_value)
+    p_values = np.array(p_values)
+    low, high = stats.binom.interval(0.99, args.pairs, 0.05)
+    rejected = int(np.sum(p_values < 0.05))
+    print_table(
+        f"Calibration: linear CKA closed form on {args.pairs} independent pairs (N = 100, 8 vs 5 features)",
+        ["level", "false positives", "rate", "binomial 99% interval of the count", "KS p (uniform)"],
+        [[0.05, rejected, rejected / args.pairs, f"[{low:.0f}, {high:.0f}]", stats.kstest(p_values, "uniform").pvalue]],
+    )
+    from sklearn.datasets import load_digits
+
+    digits = load_digits().data[:300].astype(np.float32)
+    transformed = np.tanh(digits @ rng.standard_normal((64, 16)).astype(np.float32) / 30)
+    cases = [
+        (
+            f"digits vs tanh transform + {k:g} sd noise",
+            digits,
+            transformed + k * transformed.std() * rng.standard_normal(transformed.shape).astype(np.float32),
+        )
+        for k in (12, 6, 5, 4)
+    ]
+    gauss = rng.standard_normal((300, 12))
+    cases += [
+        (f"Gaussian, y = {s:g} x + noise", gauss, s * gauss[:, :6] + rng.standard_normal((300, 6)))
+        for s in (0.05, 0.1, 0.15)
+    ]
+    rows = []
+    for label, a, b in cases:
+        for name in ("linear_cka", "debiased_cka"):
+            closed = similarity.permutation_test(a, b, name, method="moments")
+            drawn = similarity.permutation_test(a, b, name, method="batched", permutations=args.drawn, seed=1)
+            p = drawn.p_value
+            error = math.sqrt((1 - p) / (p * args.drawn))
+            gap = abs(math.log(closed.p_value) - math.log(p))
+            rows.append(
+                [label, name, f"{closed.p_value:.3g}", f"{p:.3g}", f"{gap:.3f}", f"{error:.3f}", f"{gap / error:.2f}"]
+            )
+            print("  " + " | ".join(rows[-1]), flush=True)
+    print_table(
+        f"Tail agreement: closed form vs {args.drawn:,} drawn permutations (N = 300)",
+        ["data", "measure", "p closed", "p drawn", "|log ratio|", "MC s.e. of log p drawn", "gap / s.e."],
+        rows,
+    )
+
+
 def run(args) -> None:
     from benchmarks._harness import print_table
 
+    if args.only in ("all", "calibration"):
+        calibration(args)
+        if args.only == "calibration":
+            return
     n, d = SIZES["quick" if args.quick else "full"]
     x, y = (torch.from_numpy(v) for v in setup(n, d))
+    if args.only in ("all", "closed-form"):
+        rows = closed_form_rows(x, y, args.rounds or 3)
+        print_table(
+            f"Closed form vs one CKA computation, N={n:,}, d={d} vs {d}, float32, {torch.get_num_threads()} thread(s)",
+            ["measure", "one cka() s", "permutation_test(method='moments') s", "ratio", "result"],
+            rows,
+        )
+        if args.only == "closed-form":
+            return
     header = ["measure", "naive loop s (median call)", "ours s (set-up + median batch)", "speed-up", "max |ours-naive|"]
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     for device in devices:

@@ -13,8 +13,9 @@ What is exact and what it costs (n samples, d = p + q features):
   norms (O(n d)).
 - the third moment (the skewness of the Pearson type III fit) also needs ``U = sum_ij A_ij^3``, ``R = sum_i
   A_ii (A^2)_ii`` and, for the U-centred matrices, ``tr A^3``: sums over n^2 entries. They are computed exactly
-  from every row of A (O(n^2 d)) when ``n <= EXACT_ROWS``, otherwise estimated without bias from ``SAMPLED_ROWS``
-  rows drawn at random with ``seed`` (O(SAMPLED_ROWS n d)): the mean and variance stay exact, the skewness is an
+  from every row of A (O(n^2 d)) when ``n <= EXACT_ROWS``, otherwise estimated without bias from m rows drawn at
+  random with ``seed``, m = clamp(d / 2, 128, SAMPLED_ROWS) (O(m n d), about one more Gram product per side):
+  the mean and variance stay exact, the skewness is an
   estimate (``ClosedForm.exact`` says which). Every other sum (``tr A``, ``tr A^2``, the biased ``tr A^3`` as
   ``tr C^3``, ``sum a_i^2``, ``sum a_i^3``, ``a^T A a``) is exact in feature space.
 - RBF CKA forms its n x n Gram matrices, as the measure itself does.
@@ -41,7 +42,7 @@ from latentstitch.similarity._permutation_moments import GramInvariants, mantel_
 from latentstitch.similarity._registry import MeasureSpec
 
 EXACT_ROWS = 2048  # the skewness's n^2 sums are exact up to this many samples ...
-SAMPLED_ROWS = 512  # ... and estimated from this many random rows beyond
+SAMPLED_ROWS = 512  # ... and estimated from at most this many random rows beyond (half the width, at least 128)
 _BLOCK_ELEMENTS = 1 << 23  # rows of A in one block of the sweep: 64 MiB of float64
 
 
@@ -175,10 +176,13 @@ def gram_invariants(op: Any, rows: torch.Tensor | None) -> GramInvariants:
     )
 
 
-def _sampled_rows(n: int, seed: int, device: torch.device) -> torch.Tensor | None:
+def _sampled_rows(n: int, width: int, seed: int, device: torch.device) -> torch.Tensor | None:
+    """None (every row: exact) up to EXACT_ROWS samples; else ``clamp(width / 2, 128, SAMPLED_ROWS)`` random rows,
+    so that the sweep costs about one Gram product per side (m n d next to the n d^2 of the moments)."""
     if n <= EXACT_ROWS:
         return None
-    chosen = np.sort(np.random.default_rng(seed).choice(n, SAMPLED_ROWS, replace=False))
+    count = min(n, SAMPLED_ROWS, max(128, width // 2))
+    chosen = np.sort(np.random.default_rng(seed).choice(n, count, replace=False))
     return torch.from_numpy(chosen).to(device)
 
 
@@ -218,7 +222,7 @@ def closed_form_test(
     """The closed-form permutation test of ``spec`` (``has_closed_form``) on validated tensors with n >= 6."""
     with torch.no_grad():
         value, op_x, op_y, denominator, offset = _operators(spec, x.detach(), y.detach(), options)
-        rows = _sampled_rows(x.shape[0], seed, x.device)
+        rows = _sampled_rows(x.shape[0], max(x.shape[1], y.shape[1]), seed, x.device)
         moments = mantel_moments(gram_invariants(op_x, rows), gram_invariants(op_y, rows))
     mean = offset / denominator
     std = math.sqrt(max(moments.variance, 0.0)) / denominator

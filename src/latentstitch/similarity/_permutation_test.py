@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -236,16 +235,17 @@ def permutation_test(
         if method not in ("auto", legacy):
             raise ValueError(f"batched: {batched} contradicts method={method!r}; give only method")
         method = legacy
-    value = observed(spec, x, y, options)
     xt, yt = prepare_pair(x, y, min_rows=spec.min_samples, measure=spec.name)
     n = xt.shape[0]
+    method = resolve_method(spec, n, options, method, groups)
+    if method == "moments" and n > ENUMERATED_UP_TO:  # the closed form computes the value from its own moments
+        trivial = flag_trivial(spec, n, xt.shape[1], yt.shape[1], options)
+        return _closed_form_result(spec, xt, yt, options, seed, trivial)
+    value = observed(spec, x, y, options)
     trivial = flag_trivial(spec, n, xt.shape[1], yt.shape[1], options)
     warn_if_too_few_to_permute(n, spec.name)
-    method = resolve_method(spec, n, options, method, groups)
     tolerance = tie_tolerance(value, xt.dtype)
     sign = more_alike_sign(spec)
-    if method == "moments" and n > ENUMERATED_UP_TO:
-        return _closed_form_result(spec, value, xt, yt, options, seed, trivial)
     if method == "moments":  # every permutation, through the batched kernel
         orders = torch.tensor(list(itertools.permutations(range(n))), dtype=torch.int64)
         null, _ = null_distribution(spec, xt, yt, options, orders.split(1024), progress=progress, total=len(orders))
@@ -285,10 +285,9 @@ def permutation_test(
     )
 
 
-def _closed_form_result(spec, value, xt, yt, options, seed, trivial) -> PermutationTest:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the observed value's computation has already warned about the data
-        closed = closed_form_test(spec, xt, yt, options, seed)
+def _closed_form_result(spec, xt, yt, options, seed, trivial) -> PermutationTest:
+    closed = closed_form_test(spec, xt, yt, options, seed)
+    value = closed.value
     ideal = finite_ideal(spec)
     span = ideal - closed.mean
     return PermutationTest(
