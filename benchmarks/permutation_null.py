@@ -110,9 +110,11 @@ def closed_form_rows(x: torch.Tensor, y: torch.Tensor, rounds: int) -> list:
     for name, options in (("linear_cka", {}), ("debiased_cka", {"debiased": True})):
         cka_times, closed_times = [], []
         for _ in range(rounds):
-            _, seconds = _timed(lambda: float(similarity.cka(x, y, **options)), x.device)
+            _, seconds = _timed(lambda options=options: float(similarity.cka(x, y, **options)), x.device)
             cka_times.append(seconds)
-            test, seconds = _timed(lambda: similarity.permutation_test(x, y, name, method="moments"), x.device)
+            test, seconds = _timed(
+                lambda name=name: similarity.permutation_test(x, y, name, method="moments"), x.device
+            )
             closed_times.append(seconds)
         ratio = statistics.median(closed_times) / statistics.median(cka_times)
         rows.append(
