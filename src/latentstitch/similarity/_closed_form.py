@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from latentstitch._core.moments import rescaled_for_moments
-from latentstitch._core.numerics import matmul
+from latentstitch._core.numerics import matmul, power_of_two_scale, row_norms
 from latentstitch.similarity._cka import center_gram, gram_rbf
 from latentstitch.similarity._cka_statistics import CKAStatistics, cka_ratio, debiased_hsic
 from latentstitch.similarity._permutation_moments import GramInvariants, mantel_moments, pearson3_p_value
@@ -74,24 +74,27 @@ class ClosedForm:
 
 
 # --- the centred matrices, as operators ------------------------------------------------------------------------
+#
+# ``rows(index)`` gives rows of the matrix in the data's precision (float32 data: float32 products, as ``cka`` takes
+# them); every sum over them is reduced per row in that precision and accumulated across rows in float64.
 
 
 class _FeatureGram:
-    """``A = Xc Xc^T - c H`` with ``c = tr(Xc Xc^T) / (n - 1)`` (trace 0) from centred data, never formed."""
+    """``A = Xc Xc^T - c H`` with ``c = tr(Xc Xc^T) / (n - 1)`` (trace 0) from centred data, never formed; ``cov``
+    is ``Xc^T Xc`` (float64)."""
 
     def __init__(self, xc: torch.Tensor, cov: torch.Tensor):
         self.xc, self.n = xc, xc.shape[0]
         n, total = self.n, float(torch.trace(cov))
         self.c = c = total / (n - 1)
-        norms = (xc.to(torch.float64) ** 2).sum(dim=1)
-        self.diag = norms - c * (1 - 1 / n)
+        self.diag = row_norms(xc, squared=True).to(torch.float64) - c * (1 - 1 / n)
         norm2 = float((cov * cov).sum())
         self.trace2 = norm2 - total**2 / (n - 1)
         cube = float(torch.trace(cov @ cov @ cov))
         self.trace3 = cube - 3 * c * norm2 + 3 * c**2 * total - c**3 * (n - 1)
 
     def rows(self, index: torch.Tensor) -> torch.Tensor:
-        block = matmul(self.xc[index], self.xc.T).to(torch.float64) + self.c / self.n
+        block = matmul(self.xc[index], self.xc.T).add_(self.c / self.n)
         block[torch.arange(index.shape[0]), index] -= self.c
         return block
 
@@ -102,23 +105,36 @@ class _FeatureGram:
 
 class _UCentredFeatureGram:
     """The U-centred Gram matrix ``Xc Xc^T + u 1^T + 1 u^T - diag(g)`` (zero diagonal, zero row sums), never formed;
-    ``u = w / (n - 2) - tr / (2 (n - 1)(n - 2))`` with w the squared row norms, ``g = w + 2 u``."""
+    ``u = w / (n - 2) - tr / (2 (n - 1)(n - 2))`` with w the squared row norms, ``g = w + 2 u``.
+
+    Its ``tr A^3`` is estimated from the sampled rows as the rest of the n^2 sums, at O(d^2) a row: with ``r_i`` row i
+    of A, ``(A^3)_ii = r_i^T A r_i = |Xc^T r_i|^2 - sum_j g_j r_ij^2`` (the ``u`` terms vanish on zero row sums) and
+    ``Xc^T r_i = C x_i + Xc^T u - g_i x_i`` (``Xc^T 1 = 0``), C = Xc^T Xc."""
 
     trace3 = None
 
     def __init__(self, xc: torch.Tensor, cov: torch.Tensor):
         self.xc, self.n = xc, xc.shape[0]
         n, total = self.n, torch.trace(cov)
-        norms = (xc.to(torch.float64) ** 2).sum(dim=1)
+        norms = row_norms(xc, squared=True).to(torch.float64)
         self.u = norms / (n - 2) - float(total) / (2 * (n - 1) * (n - 2))
         self.g = norms + 2 * self.u
         self.diag = torch.zeros_like(norms)
         self.trace2 = float(debiased_hsic((cov * cov).sum(), norms @ norms, total, total, n))
+        self._cov, self._u, self._g = (t.to(xc.dtype) for t in (cov, self.u, self.g))
+        self._xu = matmul(self._u[None, :], xc)[0]
 
     def rows(self, index: torch.Tensor) -> torch.Tensor:
-        block = matmul(self.xc[index], self.xc.T).to(torch.float64) + self.u[index, None] + self.u[None, :]
+        block = matmul(self.xc[index], self.xc.T).add_(self._u[None, :]).add_(self._u[index, None])
         block[torch.arange(index.shape[0]), index] = 0.0
         return block
+
+    def cube_diagonal(self, index: torch.Tensor, rows: torch.Tensor, squares: torch.Tensor) -> torch.Tensor:
+        """``(A^3)_ii`` for the rows ``index`` (``rows``: those rows of A, ``squares``: their squares)."""
+        xi = self.xc[index]
+        projected = matmul(xi, self._cov) + self._xu - self._g[index, None] * xi
+        weighted = matmul(squares, self._g[:, None])[:, 0]
+        return row_norms(projected, squared=True).to(torch.float64) - weighted.to(torch.float64)
 
     def apply(self, v: torch.Tensor) -> torch.Tensor:
         product = matmul(self.xc, matmul(self.xc.T, v.to(self.xc.dtype))).to(torch.float64)
@@ -143,6 +159,9 @@ class _ExplicitGram:
     def rows(self, index: torch.Tensor) -> torch.Tensor:
         return self.matrix[index]
 
+    def cube_diagonal(self, index: torch.Tensor, rows: torch.Tensor, squares: torch.Tensor) -> torch.Tensor:
+        return (rows * (self.matrix @ rows.T).T).sum(dim=1)
+
     def apply(self, v: torch.Tensor) -> torch.Tensor:
         return self.matrix @ v
 
@@ -157,10 +176,14 @@ def gram_invariants(op: Any, rows: torch.Tensor | None) -> GramInvariants:
     for start in range(0, index.shape[0], block):
         part = index[start : start + block]
         r = op.rows(part)
-        cubes += float((r**3).sum() - (a[part] ** 3).sum())  # off the diagonal
-        squares += float((a[part] * ((r * r).sum(dim=1) - a[part] ** 2)).sum())
+        power = r * r  # one temporary: the squares, then the cubes
+        row_squares = power.sum(dim=1).to(torch.float64)
         if op.trace3 is None:
-            trace3 += float((r * op.apply(r.T).T).sum())
+            trace3 += float(op.cube_diagonal(part, r, power).sum())
+        row_cubes = power.mul_(r).sum(dim=1).to(torch.float64)
+        diagonal = a[part]
+        cubes += float((row_cubes - diagonal**3).sum())  # off the diagonal
+        squares += float((diagonal * (row_squares - diagonal**2)).sum())
     scale = n / index.shape[0]
     diag3 = float((a**3).sum())
     return GramInvariants(
@@ -186,14 +209,41 @@ def _sampled_rows(n: int, width: int, seed: int, device: torch.device) -> torch.
     return torch.from_numpy(chosen).to(device)
 
 
-def _centred(t: torch.Tensor) -> torch.Tensor:
+_UNSCALED = 2.0**8  # data of largest magnitude within this factor of 1: Gram cubes stay in float32's range as is
+_NEAR_ONE = 2.0**20  # ... within this factor: scaled by a power of two with the centring (one pass)
+
+
+def _scaled(t: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """``(data, s)``: the closed form's sums are cubes of Gram entries, which float32 holds only for data of
+    moderate magnitude, so the centred data are ``s (data - mean)`` with s a power of two (exact): 1 for data whose
+    largest magnitude is within 2^8 of 1, the power that brings it into [0.5, 1) otherwise. Data beyond 2^20 are
+    rescaled here already (a copy; s then 1), so that their second moments are in range too."""
+    low, high = torch.aminmax(t)
+    largest = torch.maximum(-low, high)
+    if 1 / _UNSCALED <= float(largest) <= _UNSCALED:
+        return t, 1.0
+    s = float(power_of_two_scale(largest))
+    if 1 / _NEAR_ONE <= s <= _NEAR_ONE:
+        return t, s
+    return t * s, 1.0
+
+
+def _centred(t: torch.Tensor, mean: torch.Tensor, s: float) -> torch.Tensor:
+    """``s (t - mean)`` in t's precision (float32 stays float32): ``mean`` is the exact float64 mean. On the CPU
+    through numpy (2-3x faster than torch's broadcast subtraction here)."""
     dtype = torch.float64 if t.dtype == torch.float64 else torch.float32
-    return (t.to(dtype) - t.mean(dim=0, dtype=torch.float64).to(dtype)).contiguous()
+    t, shift = t.to(dtype), mean.to(dtype)
+    if t.device.type == "cpu":
+        out = torch.from_numpy(np.subtract(t.numpy(), shift.numpy()))
+    else:
+        out = t - shift
+    return (out.mul_(s) if s != 1.0 else out).contiguous()
 
 
 def _operators(spec: MeasureSpec, x: torch.Tensor, y: torch.Tensor, options: dict[str, Any]):
-    """(value's numerator, x's operator, y's operator, denominator): the value is ``(T + offset) / denominator``
-    with T the Mantel statistic of the trace-zero operators and offset ``tr A0 tr B0 / (n - 1)``."""
+    """(value, x's operator, y's operator, denominator, offset): the value is ``(T + offset) / denominator``
+    with T the Mantel statistic of the trace-zero operators and offset ``tr A0 tr B0 / (n - 1)``. Linear kernels:
+    the value comes from the same moments (one pass over the data, as ``cka``) that give the operators."""
     merged = {**spec.options, **options}
     debiased = bool(merged.get("debiased", False))
     n = x.shape[0]
@@ -205,15 +255,17 @@ def _operators(spec: MeasureSpec, x: torch.Tensor, y: torch.Tensor, options: dic
         value = float(cka_ratio(xy, xx, yy, spec.name))
         offset = float(torch.trace(kx) * torch.trace(ky)) / (n - 1)
         return value, _ExplicitGram(kx), _ExplicitGram(ky), float(torch.sqrt(xx * yy)), offset
-    x, y = rescaled_for_moments(x), rescaled_for_moments(y)
-    statistics = CKAStatistics(debiased).update(x, y)
+    (x, sx), (y, sy) = _scaled(x), _scaled(y)
+    statistics = CKAStatistics(debiased).update(x, y, finite_checked=True)
     xy, xx, yy = statistics.hsic_terms()
     value = float(cka_ratio(xy, xx, yy, spec.name))
     m = statistics.moments
-    cxx, cyy = m.centered_aa(), m.centered_bb()
+    cxx, cyy = m.centered_aa() * sx**2, m.centered_bb() * sy**2
     gram = _UCentredFeatureGram if debiased else _FeatureGram
     offset = 0.0 if debiased else float(torch.trace(cxx) * torch.trace(cyy)) / (n - 1)
-    return value, gram(_centred(x), cxx), gram(_centred(y), cyy), float(torch.sqrt(xx) * torch.sqrt(yy)), offset
+    op_x, op_y = gram(_centred(x, m.mean_a, sx), cxx), gram(_centred(y, m.mean_b, sy), cyy)
+    denominator = float(torch.sqrt(xx) * torch.sqrt(yy)) * (sx * sy) ** 2
+    return value, op_x, op_y, denominator, offset
 
 
 def closed_form_test(
