@@ -13,11 +13,16 @@ What is exact and what it costs (n samples, d = p + q features):
   norms (O(n d)).
 - the third moment (the skewness of the Pearson type III fit) also needs ``U = sum_ij A_ij^3``, ``R = sum_i
   A_ii (A^2)_ii`` and, for the U-centred matrices, ``tr A^3``: sums over n^2 entries. They are computed exactly
-  from every row of A (O(n^2 d)) when ``n <= EXACT_ROWS``, otherwise estimated without bias from m rows drawn at
-  random with ``seed``, m = clamp(d / 2, 128, SAMPLED_ROWS) (O(m n d), about one more Gram product per side):
-  the mean and variance stay exact, the skewness is an
-  estimate (``ClosedForm.exact`` says which). Every other sum (``tr A``, ``tr A^2``, the biased ``tr A^3`` as
-  ``tr C^3``, ``sum a_i^2``, ``sum a_i^3``, ``a^T A a``) is exact in feature space.
+  from every row of A (O(n^2 d)) when ``n <= EXACT_ROWS``, otherwise estimated without bias from m rows drawn with
+  ``seed`` (m = clamp(d / 2, 128, SAMPLED_ROWS), O(m n d): about half a Gram product per side), half of them in
+  proportion to |x_i|^3 (``sampled_rows``: heavy-tailed rows carry most of these sums; uniform rows miss them).
+  The rows are products in the data's precision (float32 stays float32, as in ``cka``), reduced per row and
+  accumulated in float64. The mean and variance stay exact, the skewness is an estimate (``ClosedForm.exact``
+  says which). Every other sum (``tr A``, ``tr A^2``, the biased ``tr A^3`` as ``tr C^3``, ``sum a_i^2``,
+  ``sum a_i^3``, ``a^T A a``) is exact in feature space; the U-centred ``tr A^3`` is estimated from the same rows
+  at O(d^2) a row.
+- the value itself comes from the same moments: one pass over the data, as ``cka``; the closed form adds a centred
+  copy of each side and the sampled rows (``benchmarks/permutation_null.py --only closed-form``).
 - RBF CKA forms its n x n Gram matrices, as the measure itself does.
 
 Other measures have no closed-form null here: the fitted ones (R^2, the CCA family, Procrustes, GULP...) and the
@@ -44,6 +49,7 @@ from latentstitch.similarity._registry import MeasureSpec
 EXACT_ROWS = 2048  # the skewness's n^2 sums are exact up to this many samples ...
 SAMPLED_ROWS = 512  # ... and estimated from at most this many random rows beyond (half the width, at least 128)
 _BLOCK_ELEMENTS = 1 << 23  # rows of A in one block of the sweep: 64 MiB of float64
+SIZE_POWER = 1.5  # half the sampled rows are drawn in proportion to |row|^(2 SIZE_POWER) (see sampled_rows)
 
 
 def has_closed_form(spec: MeasureSpec, options: dict[str, Any]) -> bool:
@@ -87,7 +93,9 @@ class _FeatureGram:
         self.xc, self.n = xc, xc.shape[0]
         n, total = self.n, float(torch.trace(cov))
         self.c = c = total / (n - 1)
-        self.diag = row_norms(xc, squared=True).to(torch.float64) - c * (1 - 1 / n)
+        norms = row_norms(xc, squared=True).to(torch.float64)
+        self.diag = norms - c * (1 - 1 / n)
+        self.sizes = norms**SIZE_POWER
         norm2 = float((cov * cov).sum())
         self.trace2 = norm2 - total**2 / (n - 1)
         cube = float(torch.trace(cov @ cov @ cov))
@@ -120,6 +128,7 @@ class _UCentredFeatureGram:
         self.u = norms / (n - 2) - float(total) / (2 * (n - 1) * (n - 2))
         self.g = norms + 2 * self.u
         self.diag = torch.zeros_like(norms)
+        self.sizes = norms**SIZE_POWER
         self.trace2 = float(debiased_hsic((cov * cov).sum(), norms @ norms, total, total, n))
         self._cov, self._u, self._g = (t.to(xc.dtype) for t in (cov, self.u, self.g))
         self._xu = matmul(self._u[None, :], xc)[0]
@@ -154,6 +163,7 @@ class _ExplicitGram:
             matrix = matrix - c * (torch.eye(n, dtype=matrix.dtype, device=matrix.device) - 1.0 / n)
         self.matrix = matrix
         self.diag = torch.diagonal(matrix).clone()
+        self.sizes = (matrix * matrix).sum(dim=1) ** SIZE_POWER
         self.trace2 = float((matrix * matrix).sum())
 
     def rows(self, index: torch.Tensor) -> torch.Tensor:
@@ -166,47 +176,58 @@ class _ExplicitGram:
         return self.matrix @ v
 
 
-def gram_invariants(op: Any, rows: torch.Tensor | None) -> GramInvariants:
-    """The invariants of ``op``'s matrix; the n^2 sums over ``rows`` (all rows when None, else an unbiased
-    estimate scaled by n / len(rows); the diagonal's share is always exact)."""
+def gram_invariants(op: Any, rows: tuple[torch.Tensor, torch.Tensor] | None = None) -> GramInvariants:
+    """The invariants of ``op``'s matrix; the n^2 sums over every row (``rows`` None: exact) or estimated without
+    bias from sampled rows ``(index, weights)`` (``sampled_rows``: each row's share times its weight); the
+    diagonal's share is always exact."""
     n, a = op.n, op.diag
-    index = torch.arange(n, device=a.device) if rows is None else rows.to(a.device)
+    if rows is None:
+        index, weights = torch.arange(n, device=a.device), torch.ones(n, dtype=torch.float64, device=a.device)
+    else:
+        index, weights = (t.to(a.device) for t in rows)
     block = max(1, min(index.shape[0], _BLOCK_ELEMENTS // max(n, 1)))
     cubes = squares = trace3 = 0.0
     for start in range(0, index.shape[0], block):
-        part = index[start : start + block]
+        part, weight = index[start : start + block], weights[start : start + block]
         r = op.rows(part)
         power = r * r  # one temporary: the squares, then the cubes
         row_squares = power.sum(dim=1).to(torch.float64)
         if op.trace3 is None:
-            trace3 += float(op.cube_diagonal(part, r, power).sum())
+            trace3 += float((weight * op.cube_diagonal(part, r, power)).sum())
         row_cubes = power.mul_(r).sum(dim=1).to(torch.float64)
         diagonal = a[part]
-        cubes += float((row_cubes - diagonal**3).sum())  # off the diagonal
-        squares += float((diagonal * (row_squares - diagonal**2)).sum())
-    scale = n / index.shape[0]
+        cubes += float((weight * (row_cubes - diagonal**3)).sum())  # off the diagonal
+        squares += float((weight * diagonal * (row_squares - diagonal**2)).sum())
     diag3 = float((a**3).sum())
     return GramInvariants(
         n=n,
         trace=0.0,
         trace2=op.trace2,
         diag2=float((a * a).sum()),
-        trace3=op.trace3 if op.trace3 is not None else scale * trace3,
+        trace3=op.trace3 if op.trace3 is not None else trace3,
         diag3=diag3,
-        cubes=diag3 + scale * cubes,
+        cubes=diag3 + cubes,
         diag_form=float(a @ op.apply(a[:, None])[:, 0]),
-        diag_square=diag3 + scale * squares,
+        diag_square=diag3 + squares,
     )
 
 
-def _sampled_rows(n: int, width: int, seed: int, device: torch.device) -> torch.Tensor | None:
-    """None (every row: exact) up to EXACT_ROWS samples; else ``clamp(width / 2, 128, SAMPLED_ROWS)`` random rows,
-    so that the sweep costs about one Gram product per side (m n d next to the n d^2 of the moments)."""
-    if n <= EXACT_ROWS:
-        return None
-    count = min(n, SAMPLED_ROWS, max(128, width // 2))
-    chosen = np.sort(np.random.default_rng(seed).choice(n, count, replace=False))
-    return torch.from_numpy(chosen).to(device)
+def sample_size(n: int, width: int) -> int | None:
+    """None (every row: exact) up to EXACT_ROWS samples; else ``clamp(width / 2, 128, SAMPLED_ROWS)`` rows, so that
+    the sweep costs about one Gram product per side (m n d next to the n d^2 of the moments)."""
+    return None if n <= EXACT_ROWS else min(n, SAMPLED_ROWS, max(128, width // 2))
+
+
+def sampled_rows(op: Any, count: int, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """``count`` rows drawn with replacement, row i with probability ``p_i = (1/n + s_i / sum s) / 2`` (s: the
+    operator's row sizes, |x_i|^3 for the linear kernel: a row's share of the cubes and squares grows with it, and
+    heavy-tailed rows carry most of it), and their weights ``1 / (count p_i)`` (Hansen-Hurwitz: unbiased; the
+    uniform half bounds every weight by 2n / count)."""
+    sizes = op.sizes.detach().cpu().numpy()
+    total = sizes.sum()
+    p = np.full(op.n, 1.0 / op.n) if not total > 0 else 0.5 / op.n + 0.5 * sizes / total
+    chosen = np.sort(rng.choice(op.n, count, replace=True, p=p / p.sum()))
+    return torch.from_numpy(chosen), torch.from_numpy(1.0 / (count * p[chosen]))
 
 
 _UNSCALED = 2.0**8  # data of largest magnitude within this factor of 1: Gram cubes stay in float32's range as is
@@ -274,8 +295,10 @@ def closed_form_test(
     """The closed-form permutation test of ``spec`` (``has_closed_form``) on validated tensors with n >= 6."""
     with torch.no_grad():
         value, op_x, op_y, denominator, offset = _operators(spec, x.detach(), y.detach(), options)
-        rows = _sampled_rows(x.shape[0], max(x.shape[1], y.shape[1]), seed, x.device)
-        moments = mantel_moments(gram_invariants(op_x, rows), gram_invariants(op_y, rows))
+        count = sample_size(x.shape[0], max(x.shape[1], y.shape[1]))
+        rng = np.random.default_rng(seed)
+        rows_x, rows_y = (None if count is None else sampled_rows(op, count, rng) for op in (op_x, op_y))
+        moments = mantel_moments(gram_invariants(op_x, rows_x), gram_invariants(op_y, rows_y))
     mean = offset / denominator
     std = math.sqrt(max(moments.variance, 0.0)) / denominator
     difference = value - mean
@@ -288,6 +311,6 @@ def closed_form_test(
         skewness=skewness,
         z=z,
         p_value=pearson3_p_value(z, skewness),
-        exact=rows is None,
-        rows=x.shape[0] if rows is None else int(rows.shape[0]),
+        exact=count is None,
+        rows=x.shape[0] if count is None else count,
     )
