@@ -25,6 +25,7 @@ import torch
 
 from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.callsite import warn_at_caller
+from latentstitch._core.device import check_finite
 from latentstitch._core.params import check_choice, check_positive_int, check_seed
 from latentstitch._core.progress import progress_bar
 from latentstitch.similarity._closed_form import closed_form_test, has_closed_form
@@ -235,9 +236,15 @@ def permutation_test(
         if method not in ("auto", legacy):
             raise ValueError(f"batched: {batched} contradicts method={method!r}; give only method")
         method = legacy
-    xt, yt = prepare_pair(x, y, min_rows=spec.min_samples, measure=spec.name)
+    # NaN/inf: the feature-space closed form finds them in its sums (as cka does, saving two passes over the data)
+    finite_later = groups is None and method in ("auto", "moments") and has_closed_form(spec, options)
+    finite_later = finite_later and {**spec.options, **options}.get("kernel", "linear") == "linear"
+    xt, yt = prepare_pair(x, y, min_rows=spec.min_samples, measure=spec.name, finite=not finite_later)
     n = xt.shape[0]
     method = resolve_method(spec, n, options, method, groups)
+    if finite_later and not (method == "moments" and n > ENUMERATED_UP_TO):
+        check_finite(xt, "x")
+        check_finite(yt, "y")
     if method == "moments" and n > ENUMERATED_UP_TO:  # the closed form computes the value from its own moments
         trivial = flag_trivial(spec, n, xt.shape[1], yt.shape[1], options)
         return _closed_form_result(spec, xt, yt, options, seed, trivial)
