@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import torch
 
 from latentstitch._core.callsite import warn_at_caller
 from latentstitch.similarity._null_kernels import finite_ideal
@@ -42,9 +43,18 @@ def more_alike_sign(spec: MeasureSpec) -> float:
     return 1.0 if spec.kind == "similarity" else -1.0
 
 
-def add_one_p_value(value: float, null: np.ndarray, sign: float) -> float:
-    """``(1 + #{sign * null >= sign * value}) / (1 + len(null))``, ties (to rounding) counted as extreme."""
-    tolerance = 1e-9 * max(1.0, abs(value))
+def tie_tolerance(value: float, dtype: Any = None) -> float:
+    """How close a null value must come to ``value`` to count as a tie: the rounding of a measure computed in the
+    data's precision (float64: 1e-9 relative; float32 and below: 1e-5 relative, a few hundred float32 ulps, so that
+    a batched kernel's 0.99999994 and a loop's 1.0 on the same permutation are one tie)."""
+    relative = 1e-9 if dtype in (None, torch.float64, np.float64) else 1e-5
+    return relative * max(1.0, abs(value))
+
+
+def add_one_p_value(value: float, null: np.ndarray, sign: float, tolerance: float | None = None) -> float:
+    """``(1 + #{sign * null >= sign * value}) / (1 + len(null))``, ties (to rounding, ``tie_tolerance``) counted as
+    extreme."""
+    tolerance = tie_tolerance(value) if tolerance is None else tolerance
     extreme = np.count_nonzero(sign * null >= sign * value - tolerance)
     return (1 + extreme) / (1 + null.shape[0])
 

@@ -19,6 +19,7 @@ _MOVED = {
     "correction": "the test over pairs is pairwise_test(representations, against, measure, correction=...)",
     "statistic": "the test over pairs is pairwise_test(representations, against, measure, statistic=...)",
     "group_mode": "the test over pairs is pairwise_test(representations, against, measure, group_mode=...)",
+    "seed": "the test over pairs is pairwise_test(representations, against, measure, seed=...)",
     "plot": "draw the matrix with heatmap(matrix, path, labels=...)",
     "title": "draw the matrix with heatmap(matrix, path, labels=..., title=...)",
 }
@@ -79,6 +80,14 @@ def pairwise(
 
 
 def labelled(representations: Any, name: str) -> tuple[list[str], list[ArrayLike]]:
+    """Labels and representations of a sequence or mapping; one array alone is refused (its rows would be taken
+    for representations), naming ``name``."""
+    shape = getattr(representations, "shape", None)
+    if shape is not None and not isinstance(representations, Mapping):
+        raise ValueError(
+            f"{name}: expected a list (or mapping) of representations, each an (n, d) array of the same n samples; "
+            f"got one array of shape {tuple(shape)}: pass [X] for one representation, or [X, Y, ...]"
+        )
     if isinstance(representations, Mapping):
         labels, reps = [str(k) for k in representations], list(representations.values())
     else:
