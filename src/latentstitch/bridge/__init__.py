@@ -17,27 +17,44 @@ TARGET -o bridge.safetensors`` and ``latentstitch bridge apply bridge.safetensor
 """
 
 from latentstitch.bridge._bridge import CLEAR_Z, MIN_PER_FOLD, SELECTION_RULE, Bridge, BridgeWarning
+from latentstitch.bridge._ensemble import ENSEMBLE_SIZE, StackedRoute
+from latentstitch.bridge._estimate import QualityEstimate
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._relative import RelativeRoute
 from latentstitch.bridge._report import bridge_report, route_table
 from latentstitch.bridge._results import BudgetRow, RouteScore
-from latentstitch.bridge._routes import FAMILIES, ROUTES, RouteSpec, get_route, register_route, resolve_routes
+from latentstitch.bridge._routes import (
+    AUTO_ROUTES,
+    FAMILIES,
+    ROUTES,
+    RouteSpec,
+    get_route,
+    register_route,
+    resolve_routes,
+)
 from latentstitch.bridge._scores import SCORES, chance_mrr, pair_scores
+from latentstitch.bridge._select import SELECTABLE, SELECTION_SCORE, rule_sentence, select_route
 
 __all__ = [
+    "AUTO_ROUTES",
     "CLEAR_Z",
+    "ENSEMBLE_SIZE",
     "FAMILIES",
     "MIN_PER_FOLD",
     "ROUTES",
     "SCORES",
+    "SELECTABLE",
     "SELECTION_RULE",
+    "SELECTION_SCORE",
     "Bridge",
     "BridgeWarning",
     "BudgetRow",
     "LinearHead",
+    "QualityEstimate",
     "RelativeRoute",
     "RouteScore",
     "RouteSpec",
+    "StackedRoute",
     "bridge_report",
     "chance_mrr",
     "get_route",
@@ -45,4 +62,6 @@ __all__ = [
     "register_route",
     "resolve_routes",
     "route_table",
+    "rule_sentence",
+    "select_route",
 ]
