@@ -73,7 +73,7 @@ class ResidualAdapter(Persistable, BaseEstimator):
         hidden: int = 256,
         ridge: float = 0.01,
         epochs: int = 300,
-        lr: float = 1e-3,
+        lr: float = 3e-3,
         weight_decay: float = 1e-4,
         validation_fraction: float = 0.1,
         patience: int = 20,
