@@ -95,7 +95,7 @@ class ResidualAdapter(Persistable, BaseEstimator):
         check_same_rows(x, y, "source", "target")
         n = x.shape[0]
         order = np.random.default_rng(self.seed).permutation(n)
-        held = max(2, int(round(n * self.validation_fraction)))
+        held = max(2, round(n * self.validation_fraction))
         if n - held < 2:
             raise ValueError(f"source: a residual adapter needs at least {held + 2} anchor pairs, got {n}")
         val, train = torch.as_tensor(order[:held]), torch.as_tensor(order[held:])
