@@ -18,7 +18,6 @@ _SCORE_COLUMNS = (
     ("recall_at_k", "Recall@10"),
     ("knn_jaccard", "kNN overlap"),
     ("r2", "R^2"),
-    ("cosine", "cosine"),
 )
 
 
@@ -46,7 +45,7 @@ def _order_key(bridge: Any, row: RouteScore) -> tuple:
 def _params(row: RouteScore) -> str:
     params = getattr(row, "params", None) or {}
     if "weights" in params:
-        return ", ".join(f"{w:.2f} {r}" for r, w in zip(params["routes"], params["weights"], strict=True))
+        return f"blend of {sum(w > 0 for w in params['weights'])}"
     return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items())
 
 
@@ -58,24 +57,33 @@ def route_table(bridge: Any) -> dict[str, Any]:
     columns = ["route", "family", "parameters"]
     columns += ["head agreement"] if with_head else []
     columns += [title for _, title in _SCORE_COLUMNS]
-    columns += ["MRR shuffled pairs", "z"]
+    columns += ["z"]
     rows = []
     for row in sorted(bridge.routes_, key=lambda r: _order_key(bridge, r)):
         name = row.route + (" (chosen)" if row.chosen else " (failed)" if row.error else "")
         cells = [name, row.family, _params(row)]
         cells += [_cell(row.agreement)] if with_head else []
         cells += [_cell(row.score(key)) for key, _ in _SCORE_COLUMNS]
-        shuffled = None if row.shuffled_mrr is None else row.shuffled_mrr[0]
-        cells += [shuffled, f"{row.z:.1f}" if row.fitted else None]
+        cells += [f"{row.z:.1f}" if row.fitted else None]
         rows.append(cells)
     note = (
         f"{bridge.n_anchors_} anchor pairs, {bridge.cv}-fold cross-validation: mean ± std over folds of held-out "
         "scores, each held-out anchor bridged by a map fitted without it and compared with every target vector "
         "given. MRR / top-1 / Recall@10: rank of its own target vector among them; kNN overlap: shared share of "
         "its 10 nearest target vectors, bridged vs true; R^2: in the target's own units (translation routes); "
-        f"z: MRR above shuffled pairs, in standard errors (clearly better: z >= 3). {_rule_line(bridge)}"
+        f"z: MRR above shuffled pairs, in standard errors (clearly better: z >= 3). {_blend_line(bridge)}"
+        f"{_rule_line(bridge)}"
     )
     return table("Bridge routes (cross-validated on the anchors, no labels), best first", columns, rows, note)
+
+
+def _blend_line(bridge: Any) -> str:
+    rows = [r for r in bridge.routes_ if "weights" in (getattr(r, "params", None) or {})]
+    if not rows:
+        return ""
+    params = rows[0].params
+    parts = [f"{w:.2f} x {r}" for r, w in zip(params["routes"], params["weights"], strict=True) if w > 0]
+    return f"{rows[0].route} = {' + '.join(parts)}. "
 
 
 def _rule_line(bridge: Any) -> str:
