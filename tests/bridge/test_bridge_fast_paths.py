@@ -140,3 +140,16 @@ def test_the_quality_estimate_is_held_out_recall_with_an_interval_that_brackets_
     assert estimate.metric == "recall@10" and estimate.pool == 400 and estimate.route == bridge.route_
     assert estimate.low <= estimate.value <= estimate.high and estimate.value == pytest.approx(chosen.recall_at_k[0])
     assert estimate.to_dict()["level"] == 0.9 and "Expected quality" in estimate.sentence()
+
+
+def test_near_dead_target_features_are_named_and_r2_scaled_shows_what_a_standard_scaling_head_reads(rng):
+    source = rng.normal(size=(300, 12))  # 12 features, 8 of which the target keeps
+    rotation = np.linalg.qr(rng.normal(size=(8, 8)))[0]
+    target = np.hstack([source[:, :8] @ rotation, 1e-5 * rng.normal(size=(300, 4))])  # and 4 near-dead features
+    bridge = Bridge(routes=["ridge_raw", "procrustes_scaled"]).fit(source, target)
+    rows = {row.route: row for row in bridge.routes_}
+    # both find partners; the square rotation sends the 4 source features the target lacks into its near-dead ones,
+    # which a standard-scaling head blows up
+    assert rows["procrustes_scaled"].mrr[0] > 0.9 and rows["ridge_raw"].mrr[0] > 0.9
+    assert rows["ridge_raw"].r2_scaled[0] > rows["procrustes_scaled"].r2_scaled[0] + 0.5
+    assert any("4 near-dead of its 12 features" in note for note in bridge.notes_)

@@ -31,6 +31,7 @@ from latentstitch.bridge._results import BudgetRow, RouteScore
 from latentstitch.bridge._routes import RouteSpec
 from latentstitch.bridge._scores import chance_mrr, predictions
 from latentstitch.embeddings import match_ids
+from latentstitch.relative import SPREAD_FLOOR, floored_spread
 
 #: Fewest held-out anchor pairs per fold: retrieval among fewer candidates says little.
 MIN_PER_FOLD = 5
@@ -74,6 +75,8 @@ class Anchors:
         self.source64, self.target64 = s.to(torch.float64), t.to(torch.float64)
         work = torch.promote_types(s.dtype, torch.float32)
         self.pool = Pool(t.to(work))
+        # the per-feature spreads a standard-scaling consumer divides by (LinearHead's StandardScaling)
+        self.target_scale = floored_spread(self.target64.std(dim=0, correction=0), SPREAD_FLOOR)
         self.relative = RelativeCache(s.to(work), t.to(work))
         self.moments: PartMoments | None = None
         self.queries = query_rows(self.parts, self.seed)
@@ -209,11 +212,14 @@ def fold_scores(
     if spec.family == "translation":
         bridged = output
         sims = translation_sims(bridged, anchors.pool)
-        errors = squared_errors(bridged, anchors.target64[torch.as_tensor(queries, device=bridged.device)])
-        total = errors["sq_total"].sum()
+        errors = squared_errors(
+            bridged, anchors.target64[torch.as_tensor(queries, device=bridged.device)], anchors.target_scale
+        )
+        total, scaled_total = errors["sq_total"].sum(), errors["sq_total_scaled"].sum()
         r2 = float(1.0 - errors["sq_error"].sum() / total) if total > 0 else math.nan
+        r2_scaled = float(1.0 - errors["sq_error_scaled"].sum() / scaled_total) if scaled_total > 0 else math.nan
     else:
-        bridged, sims, r2 = None, output, None
+        bridged, sims, r2, r2_scaled = None, output, None, None
     items = item_scores(sims, queries, anchors.pool)
     rows = torch.arange(len(queries), device=sims.device)
     items["cosine"] = sims[rows, torch.as_tensor(queries, device=sims.device)].double().cpu().numpy()
@@ -223,13 +229,14 @@ def fold_scores(
     items["shuffled_rr"] = (1.0 / shuffled_rank).cpu().numpy()
     if anchors.reference is not None and (keep is None or spec.family != "relative"):
         items["agreement"] = _agreement_items(spec, anchors, fold, params, bridged)
-    return {"items": items, "r2": r2, "bridged": None if bridged is None else bridged.to(torch.float32)}
+    bridged32 = None if bridged is None else bridged.to(torch.float32)
+    return {"items": items, "r2": r2, "r2_scaled": r2_scaled, "bridged": bridged32}
 
 
 def pooled(folds: list[dict[str, Any]], score: str) -> float:
     """A candidate's score pooled over every scored query (R^2: mean over folds); -inf when it has none."""
-    if score == "r2":
-        values = [f["r2"] for f in folds]
+    if score in ("r2", "r2_scaled"):
+        values = [f[score] for f in folds]
         return -math.inf if any(v is None for v in values) else float(np.mean(values))
     value = float(np.mean(np.concatenate([f["items"][ITEM_NAMES.get(score, score)] for f in folds])))
     return -math.inf if value != value else value
@@ -248,6 +255,7 @@ def summary(spec: RouteSpec, folds: list[dict[str, Any]], pool_size: int, params
         values["agreement"] = spread([float(np.mean(x["items"]["agreement"])) for x in folds])
     if spec.family == "translation":
         values["r2"] = spread([x["r2"] for x in folds])
+        values["r2_scaled"] = spread([x["r2_scaled"] for x in folds])
     shown = {key: value for key, value in params.items() if key != "estimator"}
     score = RouteScore(spec.name, spec.family, spec.description, params=shown, **values)
     rr = np.concatenate([x["items"]["rr"] for x in folds])

@@ -21,8 +21,10 @@ def feature_notes(anchors: Any) -> list[str]:
             notes.append(
                 f"The {side} has {' and '.join(p for p in parts if p)} of its {values.shape[1]} features over the "
                 f"{values.shape[0]} anchors (spread below {NEAR_DEAD:g} of the largest, e.g. ReLU units that never "
-                "fire): they carry no information about the items. Routes that standard-scale the sides (ridge, "
-                "procrustes) weight them like informative features; ridge_raw and low_rank weight every feature by "
-                "its own variance, as the old model's head or index does."
+                "fire). An index reads them as little as they vary; a head that standard-scales its input "
+                "(LinearHead, StandardScaler + a classifier) blows them up, so a route that puts variance into them "
+                "(procrustes, procrustes_scaled: a rotation spreads the source's variance over every target "
+                "feature) can collapse such a head while retrieval stays good. With such a head, pass it as "
+                "fit(..., head=) or compare r2_scaled in the route table."
             )
     return notes

@@ -14,7 +14,9 @@ per-item scores the selection reads (``ITEM_SCORES``):
 
 Translation routes add ``sq_error`` and ``sq_total`` per item (squared distance to the partner in the target's own
 units, and to the held-out partners' mean) for a variance-weighted R^2, which weights every target feature by its
-own variance (a near-dead feature counts as little as it varies).
+own variance (a near-dead feature counts as little as it varies), and the same with every feature standard-scaled
+(``r2_scaled``: what a consumer that standard-scales its input reads, where a near-dead feature counts as much as
+any other).
 """
 
 from __future__ import annotations
@@ -94,12 +96,17 @@ def translation_sims(bridged: torch.Tensor, pool: Pool) -> torch.Tensor:
     return matmul(unit_rows(bridged.to(pool.unit.dtype), "bridged", eps=1e-30), pool.unit.T)
 
 
-def squared_errors(bridged: torch.Tensor, partner: torch.Tensor) -> dict[str, np.ndarray]:
-    """Per item: squared distance to the partner and to the partners' mean, in the target's own units (float64)."""
+def squared_errors(bridged: torch.Tensor, partner: torch.Tensor, scale: torch.Tensor) -> dict[str, np.ndarray]:
+    """Per item: squared distance to the partner and to the partners' mean, in the target's own units and with every
+    feature divided by ``scale`` (as a standard-scaling consumer reads them), in float64."""
     b, p = bridged.to(torch.float64), partner.to(torch.float64)
+    error, spread = (p - b) ** 2, (p - p.mean(dim=0)) ** 2
+    variance = scale.to(device=b.device, dtype=torch.float64) ** 2
     return {
-        "sq_error": ((p - b) ** 2).sum(dim=1).cpu().numpy(),
-        "sq_total": ((p - p.mean(dim=0)) ** 2).sum(dim=1).cpu().numpy(),
+        "sq_error": error.sum(dim=1).cpu().numpy(),
+        "sq_total": spread.sum(dim=1).cpu().numpy(),
+        "sq_error_scaled": (error / variance).sum(dim=1).cpu().numpy(),
+        "sq_total_scaled": (spread / variance).sum(dim=1).cpu().numpy(),
     }
 
 

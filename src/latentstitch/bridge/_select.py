@@ -8,7 +8,8 @@ route are chosen on the same score. Changing the rule is changing that one line 
 Scores (all on held-out anchors, against every target vector given): ``mrr`` (reciprocal rank of the own partner),
 ``top1``, ``recall_at_k`` (own partner among the k most similar: what the old index returns), ``knn_jaccard``
 (neighbourhood agreement with the target), ``r2`` (variance-weighted R^2 in the target's own units; translation
-routes only, relative routes then rank last), ``cosine``.
+routes only, relative routes then rank last), ``r2_scaled`` (R^2 with every target feature standard-scaled: what a
+consumer that standard-scales its input reads, where near-dead features count fully), ``cosine``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Sequence
 
 from latentstitch.bridge._results import RouteScore
 
-SELECTABLE = ("mrr", "top1", "recall_at_k", "knn_jaccard", "r2", "cosine")
+SELECTABLE = ("mrr", "top1", "recall_at_k", "knn_jaccard", "r2", "r2_scaled", "cosine")
 #: The score the label-free rule reads. Set from the development half of ``benchmarks/bridge_generalisation.py``.
 SELECTION_SCORE = "mrr"
 
@@ -42,6 +43,7 @@ _WORDS = {
     "recall_at_k": "Recall@k (a bridged anchor's own partner among its k nearest target vectors)",
     "knn_jaccard": "neighbourhood agreement (k nearest target vectors of the bridged vs the true vector)",
     "r2": "R^2 in the target's own units",
+    "r2_scaled": "R^2 of standard-scaled target features (what a standard-scaling head reads)",
     "cosine": "cosine to the own partner",
 }
 
