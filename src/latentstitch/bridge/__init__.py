@@ -1,10 +1,12 @@
 """A checked bridge between two models' embeddings: make a new model's vectors usable where an old model's were.
 
 ``Bridge().fit(source, target)`` takes parallel anchors (the same items embedded by the new model, ``source``, and
-by the old one, ``target``), tries every route of ``ROUTES`` by k-fold cross-validation on the anchors, chooses one
-without labels (``Bridge.selection_rule()``) and reports every score with its spread over folds (``routes_``, one
-``RouteScore`` per route; ``budget_``, one ``BudgetRow`` per anchor count).
-``transform(new_source)`` then returns what the old model's consumer reads. Two families of route:
+by the old one, ``target``), tries every route of ``ROUTES`` by k-fold cross-validation on the anchors (each held-out
+anchor against every target vector given), chooses one without labels (``select_route`` on ``SELECTION_SCORE``;
+``Bridge.selection_rule()`` in words), reports every score with its spread over folds (``routes_``, one
+``RouteScore`` per route; ``budget_``, one ``BudgetRow`` per anchor count) and what to expect in the user's units
+(``estimate_``, a ``QualityEstimate`` with a 90% interval). ``transform(new_source)`` then returns what the old
+model's consumer reads. Two families of route:
 
 - **translation** into the target's absolute space (ridge least squares with the ridge chosen by cross-validation,
   Procrustes, ...): the old head or index is reused as it is;

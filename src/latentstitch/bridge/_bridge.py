@@ -101,13 +101,15 @@ class Bridge(Persistable, BaseEstimator):
       on ``transform_target(target_vectors)`` (``fit_head`` does it for a classifier), then it reads
       ``transform(new_source)``.
 
-    Choosing without labels: for every route and fold, each held-out source anchor is bridged and must find its own
-    partner among the held-out target anchors: top-1 retrieval, MRR, cosine to the partner and R^2, each beside
-    the same score for shuffled pairs (every bridged vector against another item's partner). With ``head=`` (a
-    callable from target vectors to predictions), also prediction agreement: the head's prediction from the
-    bridged vector vs from the true target vector (relative routes are read by a ``LinearHead`` trained on the
-    training folds' relative target vectors to reproduce the head's predictions). The selection rule is
-    ``SELECTION_RULE``; every score is reported as mean and standard deviation over the folds in ``routes_``.
+    Choosing without labels: for every route and fold, each held-out source anchor is bridged by a map fitted on the
+    other folds and compared with every target vector given (``docs/bridge.md``): MRR, top-1, Recall@10 of its own
+    partner, overlap of its 10 nearest target vectors with the true ones (``knn_jaccard``), R^2 in the target's
+    own units and with standard-scaled features (``r2_scaled``), beside shuffled pairs. With ``head=`` (a callable
+    from target vectors to predictions), also prediction agreement (relative routes are read by a ``LinearHead``
+    trained on the training folds' relative target vectors to reproduce the head's predictions). The rule is
+    ``select_route`` on ``SELECTION_SCORE`` (``selection_rule()`` says it in words); a route's own parameter (the
+    ridge penalty, the rank) is chosen on the same score. Each score is reported as mean and standard deviation over
+    the folds in ``routes_``; ``estimate_`` says what to expect in the user's units, with a 90% interval.
 
     Rank deficiency (fewer anchors than features makes Procrustes and unregularised least squares non-unique) is
     expected while choosing: it is counted, and said once in words (a ``BridgeWarning``), never per fit.
@@ -115,7 +117,8 @@ class Bridge(Persistable, BaseEstimator):
     Parameters
     ----------
     routes : "auto", a route name, or a list of names
-        "auto": ridge, procrustes, procrustes_scaled, relative, relative_centered, relative_robust.
+        "auto": the routes of ``AUTO_ROUTES`` (ridge_raw, low_rank, procrustes, procrustes_scaled, relative,
+        relative_centered, relative_robust, ensemble).
     cv : int
         Folds over the anchors (at least ``MIN_PER_FOLD`` = 5 anchors per fold).
     seed : int
@@ -140,6 +143,11 @@ class Bridge(Persistable, BaseEstimator):
         Whether the chosen route is clearly better than shuffled pairs.
     criterion_ : str
         How the route was chosen: "label-free" (``SELECTION_RULE``) or "agreement" (with a head).
+    selection_score_ : str
+        The score the route and its parameters were chosen on (``SELECTION_SCORE``, or "agreement").
+    estimate_ : QualityEstimate
+        What to expect: with a head, its agreement on bridged held-out anchors; without, Recall@10 of the old index
+        (all target vectors given); ``value``, ``low``, ``high`` (90% bootstrap interval), ``to_dict()``.
     notes_ : list of str
         What was said while fitting (rank deficiency, reliability), in words.
     budget_ : list of BudgetRow or None

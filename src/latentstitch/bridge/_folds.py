@@ -41,7 +41,8 @@ from latentstitch.relative import SPREAD_FLOOR, floored_spread
 #: Ridge penalties tried on the ridge path, in relative units (fractions of the mean eigenvalue of the training
 #: Gram matrix): a decade apart.
 RIDGES = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
-#: Ranks tried by the low-rank route (those below min(p, q, training anchors)), and its light ridge.
+#: Ranks tried by the low-rank route (those below min(p, q, training anchors), and that minimum itself when it is not
+#: above the largest), and its light ridge.
 RANKS = (4, 8, 16, 32, 64, 128, 256)
 LOW_RANK_RIDGE = 1e-3
 #: Above this many multiply-adds (N items x training anchors x target features) a relative route's target norms
@@ -231,7 +232,8 @@ def low_rank_candidates(fold: Fold, ranks=RANKS, ridge: float = LOW_RANK_RIDGE) 
     b = fold.basis(False)
     weights = 1.0 / (b.eigenvalues + ridge * b.trace / b.features)
     fitted = (b.eigenvalues.sqrt() * weights)[:, None] * b.a  # its Gram is the fitted values' Gram
-    usable = [k for k in ranks if k < min(fitted.shape[0], b.features, b.a.shape[1])] or [min(fitted.shape)]
+    limit = min(fitted.shape[0], b.features, b.a.shape[1])
+    usable = [k for k in ranks if k < limit] + ([limit] if limit <= max(ranks) else [])
     qt = top_right_vectors(fitted, max(usable))
     full = (b.queries * weights) @ b.a  # (n_q, q) before truncation
     projected = full @ qt.T  # coordinates on the components, by decreasing singular value
