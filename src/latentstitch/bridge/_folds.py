@@ -246,15 +246,16 @@ class RelativeCache:
 
     source: torch.Tensor  # compute dtype
     target: torch.Tensor
-    _phi: dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    _phi: dict[str, tuple[torch.Tensor, ...]] = field(default_factory=dict)
 
-    def phi(self, variant: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(phi of every source anchor, of every target item, M over all anchors, target norms over all anchors)."""
+    def phi(self, variant: str) -> tuple[torch.Tensor, ...]:
+        """(phi of every source anchor, of every target item, M over all anchors, target norms over all anchors,
+        the source's Gram matrix ``Phi_s^T Phi_s`` over all anchors)."""
         if variant not in self._phi:
             s, t = _phi(self.source, variant), _phi(self.target, variant)
             m = matmul(s.T, t)
             norms = (matmul(t, matmul(t.T, t)) * t).sum(dim=1).clamp(min=0).sqrt()
-            self._phi[variant] = (s, t, m, norms)
+            self._phi[variant] = (s, t, m, norms, matmul(s.T, s))
         return self._phi[variant]
 
 
@@ -269,17 +270,18 @@ def _phi(x: torch.Tensor, variant: str) -> torch.Tensor:
 def relative_candidates(fold: Fold, variant: str) -> list[Candidate]:
     """Similarity rows (queries x all N target items) of a relative route: cosine (``"plain"``), centred
     (``"centered"``) or robust (``"robust"``) relative vectors over the fold's training anchors."""
-    s, t, m_all, norms_all = fold.relative.phi(variant)
+    s, t, m_all, norms_all, gram_all = fold.relative.phi(variant)
     n = s.shape[0]
     train = torch.as_tensor(fold.train, device=s.device)
     if len(fold.train) * 2 < n:
-        m = matmul(s[train].T, t[train])
+        m, gram = matmul(s[train].T, t[train]), matmul(s[train].T, s[train])
     else:
         rest = torch.as_tensor(np.setdiff1d(np.arange(n), fold.train), device=s.device)
-        m = m_all - matmul(s[rest].T, t[rest])
+        m, gram = m_all - matmul(s[rest].T, t[rest]), gram_all - matmul(s[rest].T, s[rest])
     if n * len(fold.train) * t.shape[1] <= EXACT_NORMS:
         norms = torch.linalg.vector_norm(matmul(t, t[train].T), dim=1)
     else:
         norms = norms_all * np.sqrt(len(fold.train) / n)
     queries = s[torch.as_tensor(fold.queries, device=s.device)]
-    return [({}, matmul(matmul(queries, m), t.T) / norms.clamp(min=1e-30))]
+    query_norms = (matmul(queries, gram) * queries).sum(dim=1).clamp(min=0).sqrt()
+    return [({}, matmul(matmul(queries, m), t.T) / norms.clamp(min=1e-30) / query_norms[:, None].clamp(min=1e-30))]
