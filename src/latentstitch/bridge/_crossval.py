@@ -40,7 +40,7 @@ MIN_PER_FOLD = 5
 CLEAR_Z = 3.0
 #: Held-out anchors (at most, in all) on which a route's own parameter settings (ridge penalties, ranks) are compared;
 #: the chosen setting is then scored on every scored anchor.
-PARAM_QUERIES = 400
+PARAM_QUERIES = 200
 #: RouteScore field -> per-item score name.
 ITEM_NAMES = {"mrr": "rr", "top1": "top1", "recall_at_k": "hit_k", "knn_jaccard": "jaccard", "cosine": "cosine"}
 #: What a route that cannot be fitted raises: the route is then reported as failed, with the error's words.
