@@ -165,6 +165,8 @@ def cross_validate_route(
             params_of.setdefault(key, params)
             outputs.setdefault(key, []).append((fold, k, output))
         advance()
+    folds_seen = len(anchors.parts)
+    outputs = {key: entries for key, entries in outputs.items() if len(entries) == folds_seen} or outputs
     best = next(iter(outputs))
     if len(outputs) > 1:  # compare the settings on a share of the queries, then score the best on all of them
         trial = {key: [_subset_scores(spec, anchors, *entry) for entry in entries] for key, entries in outputs.items()}

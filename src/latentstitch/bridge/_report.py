@@ -99,13 +99,13 @@ def budget_table(bridge: Any) -> dict[str, Any] | None:
     check_is_fitted(bridge, "routes_")
     if not bridge.budget_:
         return None
-    names = [row.route for row in bridge.routes_]
+    names = [row.route for row in bridge.routes_ if row.route in bridge.budget_[0].scores]
     primary = _primary(bridge)
     rows = [[entry.anchors, *(_cell(entry.get(name)) for name in names)] for entry in bridge.budget_]
     rows.append(
         [
             f"all ({bridge.n_anchors_ - bridge.n_anchors_ // bridge.cv} per fold)",
-            *(_cell(row.score(primary)) for row in bridge.routes_),
+            *(_cell(row.score(primary)) for row in bridge.routes_ if row.route in names),
         ]
     )
     return table(
