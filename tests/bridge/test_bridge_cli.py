@@ -41,10 +41,11 @@ def test_fit_prints_the_route_table_saves_the_bridge_and_a_json_report_then_appl
     assert main([*argv, "--quiet", "--budget", "20", "40", "--routes", "procrustes", "relative_centered"]) == 0
     printed = capsys.readouterr().out
     assert "Bridge routes" in printed and "procrustes" in printed and "Chosen: " in printed
+    assert printed.index("Expected quality: ") < printed.index("Bridge routes")  # what the user gets, first
     report = json.loads((folder / "b.json").read_text())
     assert report["kind"] == "bridge" and report["choice"]["route"] in ("procrustes", "relative_centered")
     routes_table, budget = report["tables"]
-    assert routes_table["columns"][:4] == ["route", "family", "top-1", "MRR"]
+    assert routes_table["columns"][:5] == ["route", "family", "parameters", "MRR", "top-1"]
     assert len(routes_table["rows"]) == 2 and [row[0] for row in budget["rows"]][:2] == [20, 40]
     mean, std = routes_table["rows"][0][3]  # cells of scores are [mean, std]
     assert 0 <= mean <= 1 and std >= 0

@@ -239,6 +239,31 @@ ESTIMATORS: dict[str, dict] = {
         "scale": 0,
         "maps": False,
     },
+    "ResidualAdapter": {
+        "params": {"hidden": 8, "epochs": 5},
+        "bad": {
+            "hidden": BAD_COUNTS,
+            "ridge": BAD_NONNEGATIVE,
+            "epochs": BAD_COUNTS,
+            "lr": BAD_POSITIVE,
+            "weight_decay": BAD_NONNEGATIVE,
+            "validation_fraction": [0.0, 0.5, -0.1, NAN, "0.1"],
+            "patience": BAD_COUNTS,
+            "seed": BAD_SEEDS,
+        },
+        "arguments": ("source", "target"),
+        "paired": True,
+        "scale": None,
+        "maps": False,
+    },
+    "StackedRoute": {
+        "params": {"routes": ["ridge_raw", "procrustes_scaled"], "params": [{"ridge": 0.1}, {}], "weights": [0.5, 0.5]},
+        "bad": {"routes": ["ridge_raw", None], "params": ["x", None], "weights": [0.5, None]},
+        "arguments": ("source", "target"),
+        "paired": True,
+        "scale": None,
+        "maps": False,
+    },
     # a classifier: fit(x, labels) on class labels, read through decision_function (class scores of standardised x)
     "LinearHead": {
         "params": {},

@@ -24,35 +24,46 @@ from latentstitch.bridge._crossval import (
     RouteResult,
     anchor_budget,
     budget_counts,
-    choose_route,
     cross_validate_route,
     matched_order,
     pass_through,
     usable_counts,
 )
+from latentstitch.bridge._diagnose import feature_notes
+from latentstitch.bridge._ensemble import ensemble_result
+from latentstitch.bridge._estimate import estimate, estimate_from_dict
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._results import BudgetRow, budget_rows, route_scores
 from latentstitch.bridge._routes import RouteSpec, get_route, resolve_routes
 from latentstitch.bridge._scores import predictions
+from latentstitch.bridge._select import SELECTION_SCORE, rule_sentence, select_route
 from latentstitch.distributed._arrays import is_dask_array, map_rows
 
 SELECTION_RULE = (
-    "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. Eligible: the routes "
-    "clearly better than shuffled pairs (pooled held-out MRR at least 3 standard errors above the MRR of shuffled "
-    "pairs, H_n/n; when none is, every route, and a warning says the bridge is not reliable). {rule}"
-)
-_LABEL_FREE_RULE = (
-    "Family: translation (the old model's consumer is reused as it is), unless the best relative route's "
-    "held-out reciprocal ranks beat the best translation route's by more than 2 standard errors, paired over the "
-    "anchors (the relation is not close to linear). Within translation, the highest mean held-out R^2 (the "
-    "bridged vector closest to the true target vector, which is what a fixed head or index reads); within "
-    "relative, the highest mean MRR. Ties: the higher MRR, then the order of the route list."
-)
-_HEAD_RULE = (
-    "The highest mean held-out prediction agreement with the head, over both families (ties: the higher MRR, then "
-    "the order of the route list)."
+    "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold, each held-out anchor "
+    "against every target vector given. Eligible: the routes clearly better than shuffled pairs (pooled held-out "
+    "MRR at least 3 standard errors above the MRR of shuffled pairs, H_N/N; when none is, every route, and a "
+    "warning says the bridge is not reliable). {rule} A route's own parameter (ridge penalty, rank) is chosen on "
+    "the same score."
 )
 
+
+#: The rule of the versions before ``select_route``, for bridges they saved.
+_LEGACY_RULES = {
+    False: "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. Eligible: the "
+    "routes clearly better than shuffled pairs (pooled held-out MRR at least 3 standard errors above the MRR of "
+    "shuffled pairs, H_n/n; when none is, every route, and a warning says the bridge is not reliable). Family: "
+    "translation (the old model's consumer is reused as it is), unless the best relative route's held-out "
+    "reciprocal ranks beat the best translation route's by more than 2 standard errors, paired over the anchors "
+    "(the relation is not close to linear). Within translation, the highest mean held-out R^2 (the bridged vector "
+    "closest to the true target vector, which is what a fixed head or index reads); within relative, the highest "
+    "mean MRR. Ties: the higher MRR, then the order of the route list.",
+    True: "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. Eligible: the "
+    "routes clearly better than shuffled pairs (pooled held-out MRR at least 3 standard errors above the MRR of "
+    "shuffled pairs, H_n/n; when none is, every route, and a warning says the bridge is not reliable). The highest "
+    "mean held-out prediction agreement with the head, over both families (ties: the higher MRR, then the order of "
+    "the route list).",
+}
 
 #: Warnings a bridge's cross-validation expects from its fits: counted and said once in words, not shown per fit.
 _EXPECTED = (RankDeficiencyWarning, ConvergenceWarning)
@@ -63,12 +74,13 @@ def check_routes(routes: Any, name: str = "routes") -> list[RouteSpec]:
     return resolve_routes(routes)
 
 
-def _fit_quietly(spec: RouteSpec, source: Any, target: Any) -> Any:
-    """The chosen route fitted on all the anchors (its rank deficiency was said while cross-validating)."""
+def _fit_quietly(spec: RouteSpec, source: Any, target: Any, params: dict[str, Any]) -> Any:
+    """The chosen route fitted on all the anchors with its chosen parameters (its rank deficiency was said while
+    cross-validating)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RankDeficiencyWarning)
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return spec.build().fit(source, target)
+        return spec.build(**params).fit(source, target)
 
 
 class BridgeWarning(UserWarning):
@@ -89,13 +101,15 @@ class Bridge(Persistable, BaseEstimator):
       on ``transform_target(target_vectors)`` (``fit_head`` does it for a classifier), then it reads
       ``transform(new_source)``.
 
-    Choosing without labels: for every route and fold, each held-out source anchor is bridged and must find its own
-    partner among the held-out target anchors: top-1 retrieval, MRR, cosine to the partner and R^2, each beside
-    the same score for shuffled pairs (every bridged vector against another item's partner). With ``head=`` (a
-    callable from target vectors to predictions), also prediction agreement: the head's prediction from the
-    bridged vector vs from the true target vector (relative routes are read by a ``LinearHead`` trained on the
-    training folds' relative target vectors to reproduce the head's predictions). The selection rule is
-    ``SELECTION_RULE``; every score is reported as mean and standard deviation over the folds in ``routes_``.
+    Choosing without labels: for every route and fold, each held-out source anchor is bridged by a map fitted on the
+    other folds and compared with every target vector given (``docs/bridge.md``): MRR, top-1, Recall@10 of its own
+    partner, overlap of its 10 nearest target vectors with the true ones (``knn_jaccard``), R^2 in the target's
+    own units and with standard-scaled features (``r2_scaled``), beside shuffled pairs. With ``head=`` (a callable
+    from target vectors to predictions), also prediction agreement (relative routes are read by a ``LinearHead``
+    trained on the training folds' relative target vectors to reproduce the head's predictions). The rule is
+    ``select_route`` on ``SELECTION_SCORE`` (``selection_rule()`` says it in words); a route's own parameter (the
+    ridge penalty, the rank) is chosen on the same score. Each score is reported as mean and standard deviation over
+    the folds in ``routes_``; ``estimate_`` says what to expect in the user's units, with a 90% interval.
 
     Rank deficiency (fewer anchors than features makes Procrustes and unregularised least squares non-unique) is
     expected while choosing: it is counted, and said once in words (a ``BridgeWarning``), never per fit.
@@ -103,7 +117,8 @@ class Bridge(Persistable, BaseEstimator):
     Parameters
     ----------
     routes : "auto", a route name, or a list of names
-        "auto": ridge, procrustes, procrustes_scaled, relative, relative_centered, relative_robust.
+        "auto": the routes of ``AUTO_ROUTES`` (ridge_raw, low_rank, procrustes, procrustes_scaled, relative,
+        relative_centered, relative_robust, ensemble).
     cv : int
         Folds over the anchors (at least ``MIN_PER_FOLD`` = 5 anchors per fold).
     seed : int
@@ -128,6 +143,11 @@ class Bridge(Persistable, BaseEstimator):
         Whether the chosen route is clearly better than shuffled pairs.
     criterion_ : str
         How the route was chosen: "label-free" (``SELECTION_RULE``) or "agreement" (with a head).
+    selection_score_ : str
+        The score the route and its parameters were chosen on (``SELECTION_SCORE``, or "agreement").
+    estimate_ : QualityEstimate
+        What to expect: with a head, its agreement on bridged held-out anchors; without, Recall@10 of the old index
+        (all target vectors given); ``value``, ``low``, ``high`` (90% bootstrap interval), ``to_dict()``.
     notes_ : list of str
         What was said while fitting (rank deficiency, reliability), in words.
     budget_ : list of BudgetRow or None
@@ -147,7 +167,11 @@ class Bridge(Persistable, BaseEstimator):
         "seed": rule(check_seed),
         "budget": rule(budget_counts),
     }
-    _learned_types: ClassVar[dict[str, Callable[[Any], Any]]] = {"routes_": route_scores, "budget_": budget_rows}
+    _learned_types: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "routes_": route_scores,
+        "budget_": budget_rows,
+        "estimate_": estimate_from_dict,
+    }
 
     def __init__(
         self, routes: str | Sequence[str] = "auto", cv: int = 5, seed: int = 0, budget: Sequence[int] | None = None
@@ -188,9 +212,9 @@ class Bridge(Persistable, BaseEstimator):
         self._check_params()
         anchors = self._anchors(source, target, head, source_ids, target_ids)
         results, budget, unconverged = self._cross_validate(resolve_routes(self.routes), anchors, progress)
-        self._choose(results, budget, anchors)
+        chosen = self._choose(results, budget, anchors)
         self._say(results, anchors, unconverged)
-        self.estimator_ = _fit_quietly(get_route(self.route_), anchors.source, anchors.target)
+        self.estimator_ = _fit_quietly(get_route(self.route_), anchors.source, anchors.target, chosen.score.params)
         return self
 
     def _anchors(self, source, target, head, source_ids, target_ids) -> Anchors:
@@ -209,7 +233,7 @@ class Bridge(Persistable, BaseEstimator):
         self.n_features_source_, self.n_features_target_ = s.shape[1], t.shape[1]
         parts = kfold(self.n_anchors_, self.cv, self.seed, name="cv", min_rows=MIN_PER_FOLD)
         reference = None if head is None else predictions(head, target)
-        return Anchors(source, target, parts, self.seed, head, reference)
+        return Anchors(source, target, parts, self.seed, head, reference, SELECTION_SCORE)
 
     def _cross_validate(
         self, specs: list[RouteSpec], anchors: Anchors, progress: bool
@@ -217,6 +241,8 @@ class Bridge(Persistable, BaseEstimator):
         """Every route's cross-validation and the anchor-budget advice; the warnings their fits are expected to
         give (rank deficiency, heads that did not converge) are counted, not shown (their number is returned)."""
         counts = budget_counts(self.budget)
+        blend = any(spec.name == "ensemble" for spec in specs)
+        specs = [spec for spec in specs if spec.name != "ensemble"]
         fits = len(specs) * len(anchors.parts) * (1 + len(usable_counts(counts, anchors)))
         with progress_bar(progress) as bar, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RankDeficiencyWarning)
@@ -224,25 +250,36 @@ class Bridge(Persistable, BaseEstimator):
             task = None if bar is None else bar.add_task("bridge: cross-validating routes", total=fits)
             advance = (lambda: None) if bar is None else (lambda: bar.advance(task))
             results = [cross_validate_route(spec, anchors, advance=advance) for spec in specs]
+            stacked = ensemble_result(results, anchors) if blend else None
+            results += [stacked] if stacked is not None else []
             budget = anchor_budget(specs, anchors, counts, advance)
         pass_through([w for w in caught if not issubclass(w.category, _EXPECTED)])
         return results, budget, sum(issubclass(w.category, ConvergenceWarning) for w in caught)
 
-    def _choose(self, results: list[RouteResult], budget: list[BudgetRow] | None, anchors: Anchors) -> None:
+    def _choose(self, results: list[RouteResult], budget: list[BudgetRow] | None, anchors: Anchors) -> RouteResult:
         self.notes_ = []
         self.criterion_ = "agreement" if anchors.head is not None else "label-free"
-        chosen, self.reliable_ = choose_route(results, anchors.primary)
+        self.selection_score_ = anchors.primary
+        chosen_row, self.reliable_ = select_route([result.score for result in results], anchors.primary)
+        chosen = next(result for result in results if result.score is chosen_row)
         self.routes_ = [result.score for result in results]
         for row in self.routes_:
-            row.chosen = row.route == chosen.route
-        self.route_, self.family_ = chosen.route, chosen.family
+            row.chosen = row is chosen_row
+        self.route_, self.family_ = chosen_row.route, chosen_row.family
         self.budget_ = budget
+        if anchors.head is not None:
+            per_item, metric = chosen.items["agreement"], "agreement"
+        else:
+            per_item, metric = chosen.items["hit_k"], f"recall@{anchors.pool.k}"
+        self.estimate_ = estimate(per_item, metric, self.route_, anchors.pool.size, self.seed)
+        return chosen
 
     def _say(self, results: list[RouteResult], anchors: Anchors, unconverged: int) -> None:
         """Everything worth saying about the fit, once, in words: in ``notes_`` and one ``BridgeWarning``."""
         warn = []
+        self.notes_ += feature_notes(anchors)
         deficient = {r.score.route: r.rank_deficient for r in results if r.rank_deficient}
-        if deficient:
+        if deficient and anchors.n_train < max(self.n_features_source_, self.n_features_target_):
             names = ", ".join(f"{name} ({count} fits)" for name, count in deficient.items())
             self.notes_.append(
                 f"Rank deficiency while cross-validating: {names}. With about {anchors.n_train} training anchors per "
@@ -312,10 +349,17 @@ class Bridge(Persistable, BaseEstimator):
 
     # --- reporting -------------------------------------------------------------------------------------------------
     def selection_rule(self) -> str:
+        """The rule this bridge was chosen by, in words (``latentstitch.bridge.select_route`` is its code)."""
         check_is_fitted(self, "routes_")
-        return SELECTION_RULE.format(rule=_HEAD_RULE if self.criterion_ == "agreement" else _LABEL_FREE_RULE)
+        if not hasattr(self, "selection_score_"):  # saved by a version before the rule became select_route
+            return _LEGACY_RULES[self.criterion_ == "agreement"]
+        return SELECTION_RULE.format(
+            rule=rule_sentence(self.selection_score_, with_head=self.criterion_ == "agreement")
+        )
 
     def _check_loaded(self) -> None:
+        if "estimate_" not in vars(self):  # saved by a version before the quality estimate
+            self.estimate_ = None
         if self.route_ not in [row.route for row in self.routes_]:
             raise ValueError(f"route_ {self.route_!r} is not in the route table")
         width = getattr(self.estimator_, "n_features_in_", None)
