@@ -77,10 +77,10 @@ def timed(fn, repeats: int):
 def synthetic_row(name: str, x, y, partner, seed: int, repeats: int) -> list:
     wall, cpu, model = timed(lambda: UnpairedAlignment(random_state=seed).fit(x, y), repeats)
     rows = np.arange(min(len(x), EVALUATED))
-    truth = y[partner]  # row i: x[i]'s partner
-    _, floor_cpu, floor = timed(lambda: Procrustes(center=True).fit(x, truth), repeats)
+    source, truth = x.astype(np.float64), y[partner].astype(np.float64)  # row i: x[i]'s partner
+    _, floor_cpu, floor = timed(lambda: Procrustes(center=True).fit(source, truth), repeats)
     top1 = partner_top1(model.transform(x[rows]), y, partner[rows])
-    floor_top1 = partner_top1(floor.transform(x[rows]), y, partner[rows])
+    floor_top1 = partner_top1(floor.transform(source[rows]), y, partner[rows])
     return [name, seed, f"{wall:.2f}", f"{cpu:.2f}", f"{top1:.4f}", f"{model.score_:.3f}",
             f"{floor_cpu:.3f}", f"{floor_top1:.4f}", f"{cpu / floor_cpu:.0f}x"]  # fmt: skip
 

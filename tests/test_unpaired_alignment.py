@@ -106,3 +106,17 @@ def test_the_thin_orthogonal_factor_agrees_on_the_rows_span():
     full = orthogonal_factor(a.T @ b)
     torch.testing.assert_close(a @ thin, a @ full)
     torch.testing.assert_close(thin.T @ thin @ thin.T, thin.T)  # a partial isometry
+
+
+def test_a_bridge_on_rows_with_no_pairs_offers_the_unpaired_route():
+    import warnings
+
+    from latentstitch.bridge import Bridge, BridgeWarning
+
+    x, y, _, _ = rotated_clusters(0, n=300)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", BridgeWarning)
+        bridge = Bridge(routes=["procrustes"], cv=3).fit(x, y)  # y's rows are a permutation: no pair holds
+    assert not bridge.reliable_ and "--routes unpaired" in str(said[0].message)
+    offered = Bridge(routes=["unpaired"], cv=3).fit(x, y)  # the route ignores the (wrong) pairing
+    assert offered.estimator_.score_ > 0.99
