@@ -16,7 +16,7 @@ from latentstitch._core.numerics import matmul
 MAX_ITER = 50
 #: Convergence tolerance, relative to the mean feature variance (sklearn's default).
 TOL = 1e-4
-#: Principal components ``principal_part`` keeps (the unpaired alignment clusters its anchors there).
+#: Principal axes ``principal_axes`` keeps (the unpaired alignment runs its k-means there).
 PRINCIPAL_DIMS = 64
 
 
@@ -92,14 +92,21 @@ def _lloyd(x: torch.Tensor, starts: torch.Tensor, max_iter: int) -> torch.Tensor
     return centres
 
 
-def principal_part(x: torch.Tensor, dims: int = PRINCIPAL_DIMS) -> torch.Tensor:
-    """The rows' coordinates on their ``dims`` leading principal axes (the rows themselves when narrower):
-    k-means there costs the same at any width."""
+def principal_axes(x: torch.Tensor, dims: int = PRINCIPAL_DIMS) -> torch.Tensor | None:
+    """The rows' ``dims`` leading principal axes (d, dims), or None when the rows are no wider: k-means on the
+    rows' coordinates there (``project``) costs the same at any width."""
     if x.shape[1] <= dims:
-        return x
+        return None
     centred = x - x.mean(dim=0)
     _, vectors = torch.linalg.eigh(matmul(centred.T, centred).double())
-    return matmul(x, vectors[:, -dims:].to(x.dtype).contiguous())
+    return vectors[:, -dims:].to(x.dtype).contiguous()
+
+
+def project(x: torch.Tensor, axes: torch.Tensor | None) -> torch.Tensor:
+    """Coordinates of the rows of x (..., d) on ``axes`` (x itself when None)."""
+    if axes is None:
+        return x
+    return matmul(x, axes) if x.dim() == 2 else torch.stack([matmul(block, axes) for block in x])
 
 
 def cluster_means(x: torch.Tensor, reduced: torch.Tensor, centres: torch.Tensor) -> torch.Tensor:

@@ -11,7 +11,7 @@ from latentstitch._core.arrays import ArrayLike, wrap_like
 from latentstitch._core.knn import mutual_nearest
 from latentstitch._core.numerics import matmul, rescaled_row_norms, unit_rows
 from latentstitch._core.params import Rule, check_bool, check_positive_int, check_seed, rule
-from latentstitch.alignment._clusters import cluster_means, kmeans, principal_part
+from latentstitch.alignment._clusters import cluster_means, kmeans, principal_axes, project
 from latentstitch.alignment._common import (
     mean_of_neighbours,
     orthogonal_factor,
@@ -219,7 +219,9 @@ class UnpairedAlignment(AffineMap):
         rows_x, rows_y = _subset(x64.shape[0], self.subsample, rng), _subset(y64.shape[0], self.subsample, rng)
         x64, y64 = x64[rows_x.to(x64.device)], y64[rows_y.to(y64.device)]
         x, y = x64.float(), y64.float()
-        rotation = self._initial_map(x, y, x64, y64, rng)
+        axes_y = principal_axes(y)
+        reduced_x, reduced_y = project(x, principal_axes(x)), project(y, axes_y)
+        rotation = self._initial_map(x, y, x64, y64, reduced_x, reduced_y, rng)
         for _ in range(self.refine_iter):  # refine-1
             rows = torch.as_tensor(_subset(x.shape[0], self.refine_sample, rng), device=x.device)
             mapped = unit_rows(matmul(x[rows], rotation.float()), "mapped source")
@@ -228,8 +230,9 @@ class UnpairedAlignment(AffineMap):
         clusters = self._correction_clusters(x, y)
         source_centres = None
         if clusters:  # refine-2
-            source_centres = kmeans(x, clusters, rng)
-            target_centres = kmeans(y, clusters, rng, init=matmul(source_centres, rotation.float()))
+            source_centres = cluster_means(x, reduced_x, kmeans(reduced_x, clusters, rng))
+            start = project(matmul(source_centres, rotation.float()), axes_y)
+            target_centres = cluster_means(y, reduced_y, kmeans(reduced_y, clusters, rng, init=start))
             correction = orthogonal_factor(matmul(source_centres.double().T, target_centres.double()))
             rotation = 0.5 * rotation + 0.5 * correction
         previous: tuple[torch.Tensor, torch.Tensor] | None = None
@@ -247,7 +250,7 @@ class UnpairedAlignment(AffineMap):
             if moved < MUTUAL_TOL or not grown:
                 break
         n_mutual = 0 if previous is None else int(previous[0].numel())
-        return rotation, (None if source_centres is None else (source_centres, y)), n_mutual
+        return rotation, (None if source_centres is None else (source_centres, y, reduced_y, axes_y)), n_mutual
 
     def _correction_clusters(self, x: torch.Tensor, y: torch.Tensor) -> int:
         clusters = min(self.refine_clusters, x.shape[0] // 5, y.shape[0] // 5)
@@ -258,23 +261,30 @@ class UnpairedAlignment(AffineMap):
         k-means started from each map's image of the source centroids, all in one batch."""
         if fitted is None:
             return float("nan"), float("nan")
-        centres_x, rows_y = fitted
+        centres_x, rows_y, reduced_y, axes_y = fitted
         maps = [rotation.float()]
         maps += [random_orthogonal(*rotation.shape, rng, centres_x) for _ in range(self.n_null)]
         starts = torch.stack([matmul(centres_x, w) for w in maps])
-        ends = kmeans(rows_y, centres_x.shape[0], rng, init=starts)
+        reduced_ends = kmeans(reduced_y, centres_x.shape[0], rng, init=project(starts, axes_y))
+        ends = torch.stack([cluster_means(rows_y, reduced_y, end) for end in reduced_ends])
         cosines = torch.nn.functional.cosine_similarity(starts, ends, dim=2).mean(dim=1).double()
         return float(cosines[0]), float(cosines[1:].mean())
 
     def _initial_map(
-        self, x: torch.Tensor, y: torch.Tensor, x64: torch.Tensor, y64: torch.Tensor, rng: np.random.Generator
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        x64: torch.Tensor,
+        y64: torch.Tensor,
+        reduced_x: torch.Tensor,
+        reduced_y: torch.Tensor,
+        rng: np.random.Generator,
     ) -> torch.Tensor:
         """Steps 2-3 with a choice: a candidate map per matching round (pseudo-pairs through that round's matched
         centroids) and one through all rounds' centroids at once (the notebook's), each fitted on ``RANKING_ROWS``
         probe rows; the candidate whose image of the probe lies nearest the target rows (mean cosine to the nearest)
         is refitted on ``refine_sample`` rows and kept."""
         probe = torch.as_tensor(_subset(x.shape[0], self.refine_sample, rng), device=x.device)
-        reduced_x, reduced_y = principal_part(x), principal_part(y)
         rounds = [
             self._matched_centroids(x, y, reduced_x, reduced_y, clusters, rng) for clusters in self._cluster_counts()
         ]
