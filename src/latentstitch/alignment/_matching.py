@@ -1,4 +1,4 @@
-"""Matching two sets of k centroids by their internal geometry alone (no common coordinates).
+"""Matching two spaces without pairs: k centroids by their internal geometry alone, then rows through them.
 
 The quadratic assignment of mini-vec2vec: the permutation ``p`` maximising ``sum_ab Gx[a, b] Gy[p(a), p(b)]`` for
 the two centred Gram matrices. Solved by steepest-ascent 2-opt (swap the images of two centroids while a swap
@@ -11,9 +11,13 @@ sorted inner products with the others, which any rotation of the space leaves un
 from __future__ import annotations
 
 import numpy as np
+import torch
 from scipy.optimize import linear_sum_assignment
 
-__all__ = ["match_by_structure", "qap_objective", "swap_gains"]
+from latentstitch._core.numerics import matmul, unit_rows
+from latentstitch.alignment._common import mean_of_neighbours, orthogonal_on_rows
+
+__all__ = ["match_by_structure", "nearest_cosine", "pseudo_pair_map", "qap_objective", "swap_gains"]
 
 
 def signatures(gram: np.ndarray) -> np.ndarray:
@@ -63,3 +67,26 @@ def match_by_structure(gram_x: np.ndarray, gram_y: np.ndarray, restarts: int, rn
         active = rows[improving]
         perms[active, i], perms[active, j] = perms[active, j], perms[active, i]
     return perms[int(np.argmax(qap_objective(gram_x, gram_y, perms)))]
+
+
+def pseudo_pair_map(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    x64: torch.Tensor,
+    y64: torch.Tensor,
+    centres_x: torch.Tensor,
+    centres_y: torch.Tensor,
+    n_neighbors: int,
+) -> torch.Tensor:
+    """Step 3: each row of x paired with the mean of the ``n_neighbors`` rows of y whose cosines to their matched
+    centroids are most like its own; the orthogonal map fitted on these pseudo-pairs."""
+    relative_x = unit_rows(matmul(x, unit_rows(centres_x, "centroids").T), "relative source")
+    relative_y = unit_rows(matmul(y, unit_rows(centres_y, "centroids").T), "relative target")
+    pseudo = mean_of_neighbours(relative_x, relative_y, n_neighbors, values=y64)
+    return orthogonal_on_rows(x64, pseudo)
+
+
+def nearest_cosine(x: torch.Tensor, rotation: torch.Tensor, y: torch.Tensor) -> float:
+    """Mean over rows of x of the cosine between its image and its nearest row of y (unit rows)."""
+    mapped = unit_rows(matmul(x, rotation.float()), "mapped source")
+    return float(matmul(mapped, y.T).amax(dim=1).double().mean())
