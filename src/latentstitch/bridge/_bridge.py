@@ -299,6 +299,13 @@ class Bridge(Persistable, BaseEstimator):
                 f"({best.z:.1f} standard errors above; {CLEAR_Z:g} needed). Check that the two files hold the "
                 "same items in the same order (or match them by ids), or give more anchors. The bridge is kept "
                 "but is not reliable."
+                + (
+                    " If the two sides hold no pairs at all (different items), the route 'unpaired' (routes="
+                    "['unpaired'], CLI --routes unpaired) aligns them from their structure alone; its score_ tells "
+                    "whether that worked."
+                    if "unpaired" not in {r.route for r in self.routes_}
+                    else ""
+                )
             )
             warn.append(self.notes_[-1])
         if unconverged:
