@@ -135,13 +135,12 @@ class LayerMoments:
             if other.names[side] != self.names[side] or other.widths[side] != self.widths[side]:
                 raise ValueError(f"other: holds layers {other.names[side]} of model_{side}, this {self.names[side]}")
         out = LayerMoments(precision=self.cross.precision)
-        out.names, out.widths = {k: list(v) for k, v in self.names.items()}, {k: list(v) for k, v in self.widths.items()}
+        out.names = {side: list(self.names[side]) for side in SIDES}
+        out.widths = {side: list(self.widths[side]) for side in SIDES}
         out.cross = self.cross.merge(other.cross)
         for side in SIDES:
             # Each layer's own moments move to this accumulator's shift with CrossMoments.merge (exact).
-            out.own[side] = [
-                self.layer(side, k).merge(other.layer(side, k)).aa for k in range(len(self.names[side]))
-            ]
+            out.own[side] = [self.layer(side, k).merge(other.layer(side, k)).aa for k in range(len(self.names[side]))]
         return out
 
     def state_dict(self) -> dict[str, torch.Tensor]:
@@ -156,12 +155,16 @@ class LayerMoments:
     def from_state_dict(cls, state: Mapping[str, torch.Tensor], names: Mapping[str, list[str]]) -> LayerMoments:
         out = cls()
         cross = {k.split(".", 1)[1]: v for k, v in state.items() if k.startswith("cross.")}
-        out.cross = CrossMoments.from_state_dict(cross, products=("ab",), precision="input", names=("model_a", "model_b"))
+        out.cross = CrossMoments.from_state_dict(
+            cross, products=("ab",), precision="input", names=("model_a", "model_b")
+        )
         for side in SIDES:
             out.widths[side] = [int(w) for w in state[f"widths_{side}"].tolist()]
             out.names[side] = list(names[side])
             if len(out.names[side]) != len(out.widths[side]):
-                raise ValueError(f"names: {len(out.names[side])} names for {len(out.widths[side])} layers of model_{side}")
+                raise ValueError(
+                    f"names: {len(out.names[side])} names for {len(out.widths[side])} layers of model_{side}"
+                )
             out.own[side] = [state[f"own_{side}.{k}"].clone() for k in range(len(out.widths[side]))]
         return out
 
