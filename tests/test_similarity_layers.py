@@ -105,12 +105,14 @@ def test_every_pair_equals_the_one_shot_measures_whatever_the_batch_size(batch_s
     # statistics are those of all rows, so any batch size gives the one-shot value.
     model_a, model_b = Tokens(12, 3, seed=1), Tokens(9, 2, seed=2)
     batches = token_batches(60 // batch_size, batch_size)
-    result = layer_similarity(model_a, model_b, batches, measures=["linear_cka", "mean_cca", "procrustes", "r2_linear"])
+    result = layer_similarity(
+        model_a, model_b, batches, measures=["linear_cka", "mean_cca", "procrustes_distance", "r2_linear"]
+    )
     assert result.layers_a == ["layers.0", "layers.1", "layers.2"] and result.layers_b == ["layers.0", "layers.1"]
     assert result.samples == 60 and result.widths_a == [12] * 3
     expected = reference(model_a, model_b, batches, result, [cka, procrustes_distance, cca, r2_linear])
     for name, values, tolerance in zip(
-        ["linear_cka", "procrustes", "mean_cca", "r2_linear"], expected, [1e-6, 1e-5, 1e-4, 1e-4], strict=True
+        ["linear_cka", "procrustes_distance", "mean_cca", "r2_linear"], expected, [1e-6, 1e-5, 1e-4, 1e-4], strict=True
     ):
         np.testing.assert_allclose(result.values[name], values, atol=tolerance)
 
@@ -133,11 +135,11 @@ def test_bfloat16_activations_of_huge_scale_give_the_float64_value(scale):
     model_a = Tokens(16, 2, scale=scale, offset=10 * scale, seed=5).to(torch.bfloat16)
     model_b = Tokens(10, 2, scale=scale / 7, offset=-3 * scale, seed=6).to(torch.bfloat16)
     batches = token_batches(20, 3, seed=2)
-    result = layer_similarity(model_a, model_b, batches, measures=["linear_cka", "procrustes"])
+    result = layer_similarity(model_a, model_b, batches, measures=["linear_cka", "procrustes_distance"])
     assert np.isfinite(result.values["linear_cka"]).all()
     expected_cka, expected_procrustes = reference(model_a, model_b, batches, result, [cka, procrustes_distance])
     np.testing.assert_allclose(result.values["linear_cka"], expected_cka, atol=1e-5)
-    np.testing.assert_allclose(result.values["procrustes"], expected_procrustes, atol=1e-4)
+    np.testing.assert_allclose(result.values["procrustes_distance"], expected_procrustes, atol=1e-4)
 
 
 def test_partitions_merge_to_the_single_pass():

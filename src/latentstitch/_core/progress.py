@@ -1,4 +1,4 @@
-"""The one rich progress bar of latentstitch (description, bar, done / total, elapsed time)."""
+"""The one rich progress bar of latentstitch (description, bar, done / total, elapsed time, estimated time left)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,17 @@ from typing import Any
 
 def new_progress(**options: Any) -> Any:
     """A rich ``Progress`` with latentstitch's columns; ``options`` go to ``Progress`` (``disable``, ``transient``)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), **options)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    return Progress(*columns, TextColumn("eta"), TimeRemainingColumn(), **options)
 
 
 def progress_bar(progress: Any) -> Any:

@@ -25,6 +25,7 @@ def heatmap(
     kind: str | None = None,
     value_range: tuple[float, float] | None = None,
     marks: np.ndarray | None = None,
+    axis_labels: tuple[str, str] | None = None,
 ) -> Path:
     """Write a matrix of similarities as a labelled heatmap PNG (rows: first argument, columns: second).
 
@@ -40,6 +41,8 @@ def heatmap(
     kind, value_range : ``"similarity"`` or ``"distance"`` and the colour scale's range (default: the measure's,
         else similarity in [0, 1]).
     marks : a boolean matrix of cells to star (default for a test: ``p_values < 0.05``).
+    axis_labels : the rows' and the columns' axis titles (default: "representation (first argument)", "(second
+        argument)"), e.g. the two models' names.
 
     Returns
     -------
@@ -76,8 +79,9 @@ def heatmap(
     image = axes.imshow(matrix, cmap="viridis" if kind == "similarity" else "viridis_r", vmin=low, vmax=high)
     axes.set_xticks(range(k), column_labels, rotation=90 if k > 6 else 0)
     axes.set_yticks(range(m), labels)
-    axes.set_xlabel("representation (second argument)")
-    axes.set_ylabel("representation (first argument)")
+    row_title, column_title = axis_labels or ("representation (first argument)", "representation (second argument)")
+    axes.set_xlabel(column_title)
+    axes.set_ylabel(row_title)
     axes.set_title(title)
     if max(m, k) <= 12:
         for i in range(m):

@@ -10,6 +10,7 @@ rows, not averages of per-batch estimates).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from latentstitch.similarity._layer_moments import LayerMoments
 from latentstitch.similarity._procrustes import angular_from_moments, procrustes_from_moments
 from latentstitch.similarity._registry import ZeroVarianceError, get_measure
 from latentstitch.similarity._regression import r2_from_moments
+from latentstitch.similarity._sample_size import is_trivial
 from latentstitch.similarity._subspace import ensd_from_moments
 
 POOLINGS = ("mean", "first", "tokens")
@@ -51,8 +53,8 @@ LAYER_MEASURES: dict[str, Callable[[CrossMoments], torch.Tensor]] = {
     "r2_cca": lambda m: cca_from_moments(m, "r2", None, torch.float32),
     "svcca": lambda m: svcca_from_moments(m, 0.99, None, torch.float32),
     "pwcca": lambda m: pwcca_from_moments(m, None, torch.float32),
-    "procrustes": procrustes_from_moments,
-    "angular": angular_from_moments,
+    "procrustes_distance": procrustes_from_moments,
+    "shape_metric_angular": angular_from_moments,
     "gulp": lambda m: gulp_from_moments(m, 0.0, torch.float32),
     "ensd": ensd_from_moments,
 }
@@ -65,7 +67,8 @@ class LayerSimilarity(Result):
     ``values[measure][i, j]``: the measure between layer ``layers_a[i]`` of the first model and ``layers_b[j]`` of
     the second, over ``samples`` rows (inputs, or tokens with ``pooling="tokens"``). ``widths_a``, ``widths_b``:
     each layer's number of features after pooling. ``undefined``: per measure, the cells left NaN and why (a layer
-    with no variance over the data, e.g. a constant position embedding).
+    with no variance over the data, e.g. a constant position embedding; a fitted measure, R^2 or the CCA family, with
+    no more rows than features + 1, where it matches anything).
     """
 
     layers_a: list[str]
@@ -106,25 +109,27 @@ def layer_similarity_from_moments(
     shape = (len(moments.names["a"]), len(moments.names["b"]))
     values = {name: np.full(shape, np.nan) for name in names}
     undefined: dict[str, list[str]] = {}
-    still = {side: [k for k in range(len(moments.names[side])) if constant(moments.layer(side, k))] for side in "ab"}
+    warned: dict[str, list[str]] = {}
+    still = {side: {k for k in range(len(moments.names[side])) if constant(moments.layer(side, k))} for side in "ab"}
     for i, j in np.ndindex(*shape):
-        pair_name = f"{moments.names['a'][i]} ~ {moments.names['b'][j]}"
-        flat = [moments.names[side][k] for side, k in (("a", i), ("b", j)) if k in still[side]]
+        layers = (moments.names["a"][i], moments.names["b"][j])
+        flat = [layer for layer, k, side in zip(layers, (i, j), "ab", strict=True) if k in still[side]]
         pair = None if flat else moments.pair(i, j)
+        widths = (moments.widths["a"][i], moments.widths["b"][j])
         for name in names:
-            try:
-                if flat:
-                    raise ZeroVarianceError("x", name)
-                values[name][i, j] = float(LAYER_MEASURES[name](pair))
-            except ZeroVarianceError as error:
-                which = flat[0] if flat else moments.names["a"][i] if error.name == "x" else moments.names["b"][j]
-                undefined.setdefault(name, []).append(f"{pair_name}: layer {which!r} does not vary")
+            value, why, caught = _cell(name, pair, flat, layers, widths, moments.count)
+            values[name][i, j] = value
+            if why:
+                undefined.setdefault(name, []).append(f"{layers[0]} ~ {layers[1]}: {why}")
+            warned.setdefault(name, []).extend(caught)
+    total = shape[0] * shape[1]
     for name, cells in undefined.items():
-        warnings.warn(
-            f"{name}: {len(cells)} layer pairs are undefined (left NaN), e.g. {cells[0]}",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+        warnings.warn(f"{name}: {len(cells)} of {total} layer pairs left NaN, e.g. {cells[0]}", RuntimeWarning, 3)
+    for name, messages in warned.items():
+        if messages:
+            warnings.warn(
+                f"{name}: {len(messages)} warnings over {total} layer pairs, e.g. {messages[0]}", stacklevel=3
+            )
     return LayerSimilarity(
         layers_a=list(moments.names["a"]),
         layers_b=list(moments.names["b"]),
@@ -135,6 +140,23 @@ def layer_similarity_from_moments(
         widths_b=list(moments.widths["b"]),
         undefined=undefined,
     )
+
+
+def _cell(
+    name: str, pair: CrossMoments | None, flat: list[str], layers: tuple[str, str], widths: tuple[int, int], n: int
+) -> tuple[float, str, list[str]]:
+    """One measure of one layer pair: ``(value, why it is NaN or "", the warnings it raised)``."""
+    if flat:
+        return math.nan, f"layer {flat[0]!r} does not vary", []
+    if is_trivial(name, n, *widths):
+        return math.nan, f"{n} rows for {widths[0]} and {widths[1]} features: a fitted measure matches anything", []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = float(LAYER_MEASURES[name](pair))
+        except ZeroVarianceError as error:
+            return math.nan, f"layer {layers[0] if error.name == 'x' else layers[1]!r} does not vary", []
+    return value, "", [str(w.message) for w in caught]
 
 
 def constant(moments: CrossMoments) -> bool:
