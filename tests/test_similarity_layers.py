@@ -128,14 +128,16 @@ def test_per_token_rows_skip_the_padding():
     )
 
 
+@pytest.mark.parametrize("precision", ["float64", "input"])
 @pytest.mark.parametrize("scale", [1e4, 1e6])
-def test_bfloat16_activations_of_huge_scale_give_the_float64_value(scale):
+def test_bfloat16_activations_of_huge_scale_give_the_float64_value(scale, precision):
     # Activations of magnitude 1e4-1e6 around a mean 10x larger, in bfloat16: a float32 Gram matrix of such rows
     # loses every digit of the centred part. The accumulator centres about the first batch's mean.
     model_a = Tokens(16, 2, scale=scale, offset=10 * scale, seed=5).to(torch.bfloat16)
     model_b = Tokens(10, 2, scale=scale / 7, offset=-3 * scale, seed=6).to(torch.bfloat16)
     batches = token_batches(20, 3, seed=2)
-    result = layer_similarity(model_a, model_b, batches, measures=["linear_cka", "procrustes_distance"])
+    measures = ["linear_cka", "procrustes_distance"]
+    result = layer_similarity(model_a, model_b, batches, measures=measures, precision=precision)
     assert np.isfinite(result.values["linear_cka"]).all()
     expected_cka, expected_procrustes = reference(model_a, model_b, batches, result, [cka, procrustes_distance])
     np.testing.assert_allclose(result.values["linear_cka"], expected_cka, atol=1e-5)

@@ -20,6 +20,7 @@ from latentstitch.similarity._deconfounded import deconfounded_cka
 from latentstitch.similarity._distance_correlation import distance_correlation
 from latentstitch.similarity._gulp import gulp
 from latentstitch.similarity._heatmap import heatmap
+from latentstitch.similarity._layer_cluster import layer_moments_on_cluster
 from latentstitch.similarity._layer_moments import LayerMoments
 from latentstitch.similarity._layer_similarity import (
     LAYER_MEASURES,
@@ -114,6 +115,7 @@ __all__ = [
     "jaccard_at_k",
     "knn_jaccard",
     "layer_moments",
+    "layer_moments_on_cluster",
     "layer_similarity",
     "layer_similarity_from_moments",
     "matched_cosine",

@@ -9,8 +9,9 @@ own moments are taken from the same shifted blocks it yields, so all are about t
 mean: exact centring, no cancellation for activations of large mean) and a pair's statistics are a plain
 ``CrossMoments`` (``pair``), finished by the one-shot measure's own ``*_from_moments`` function.
 
-Precision: products of a block of rows in float32 for float32 / bfloat16 / float16 activations (float64 for float64
-ones, and for activations beyond float32's safe range, see ``CrossMoments``), summed across blocks in float64.
+Precision: products of a block of rows in float64 by default; with ``precision="input"`` in float32 for float32 /
+bfloat16 / float16 activations (float64 for float64 ones, and for activations beyond float32's safe range, see
+``CrossMoments``), summed across blocks in float64.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ class LayerMoments:
     ``update(acts_a, acts_b)`` adds a batch: two mappings from layer names to (n, d) activations of the same n rows
     (the same names and widths in every batch). ``merge`` combines two accumulators (partitions of the data, e.g. on
     several machines); ``pair(i, j)`` gives the ``CrossMoments`` of layer i of the first model and layer j of the
-    second. ``precision`` is ``CrossMoments``'s (``"input"``: float32 products within a block of rows).
+    second. ``precision`` is ``CrossMoments``'s (``"float64"``, or ``"input"``: float32 products within a block of
+    rows for float32 / bfloat16 activations, summed in float64).
     """
 
-    def __init__(self, *, precision: str = "input") -> None:
+    def __init__(self, *, precision: str = "float64") -> None:
         self.cross = CrossMoments(products=("ab",), precision=precision, names=("model_a", "model_b"))
         self.names: dict[str, list[str]] = {"a": [], "b": []}
         self.widths: dict[str, list[int]] = {"a": [], "b": []}
@@ -152,11 +154,13 @@ class LayerMoments:
         return state
 
     @classmethod
-    def from_state_dict(cls, state: Mapping[str, torch.Tensor], names: Mapping[str, list[str]]) -> LayerMoments:
-        out = cls()
+    def from_state_dict(
+        cls, state: Mapping[str, torch.Tensor], names: Mapping[str, list[str]], *, precision: str = "float64"
+    ) -> LayerMoments:
+        out = cls(precision=precision)
         cross = {k.split(".", 1)[1]: v for k, v in state.items() if k.startswith("cross.")}
         out.cross = CrossMoments.from_state_dict(
-            cross, products=("ab",), precision="input", names=("model_a", "model_b")
+            cross, products=("ab",), precision=precision, names=("model_a", "model_b")
         )
         for side in SIDES:
             out.widths[side] = [int(w) for w in state[f"widths_{side}"].tolist()]
@@ -170,4 +174,7 @@ class LayerMoments:
 
 
 def _copy(moments: LayerMoments) -> LayerMoments:
-    return LayerMoments.from_state_dict(moments.state_dict(), moments.names) if moments.count else LayerMoments()
+    precision = moments.cross.precision
+    if not moments.count:
+        return LayerMoments(precision=precision)
+    return LayerMoments.from_state_dict(moments.state_dict(), moments.names, precision=precision)
