@@ -16,6 +16,7 @@ bfloat16 / float16 activations (float64 for float64 ones, and for activations be
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import torch
@@ -67,7 +68,7 @@ class LayerMoments:
                 f"{dict(zip(self.names[side], self.widths[side], strict=True))}"
             )
         values = list(acts.values())
-        dtype = values[0].dtype if all(v.dtype == values[0].dtype for v in values) else torch.float32
+        dtype = functools.reduce(torch.promote_types, [v.dtype for v in values])
         stacked = torch.cat([v.detach().to(dtype) for v in values], dim=1)
         if not bool(torch.isfinite(stacked).all()):
             bad = next(n for n, v in acts.items() if not bool(torch.isfinite(v).all()))

@@ -10,6 +10,7 @@ rows, not averages of per-batch estimates).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -224,7 +225,7 @@ def layer_similarity(
         progress=progress,
     )
     result = layer_similarity_from_moments(moments, names)
-    return LayerSimilarity(**{**{k: getattr(result, k) for k in result.__dataclass_fields__}, "pooling": pooling})
+    return dataclasses.replace(result, pooling=pooling)
 
 
 def layer_moments(
