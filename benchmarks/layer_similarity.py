@@ -12,9 +12,10 @@ Part B, the statistics alone (default 20k rows, ``--rows``): the same layer widt
 activations generated batch by batch (correlated across layers) and fed to ``LayerMoments`` vs collected and given
 to ``pairwise``: isolates the cost of the similarity step, and the memory that grows with N.
 
-Time: wall seconds (one repeat: the runs are long). Peak memory: growth of the peak RSS in a fresh process while the
-method runs, over the level after models and inputs were built (``_harness.peak_memory_mib``). Both parts check that
-the two methods give the same matrix.
+Time: CPU seconds of this process (one thread; steadier than wall time on a shared machine), median of two rounds
+that call the methods in turn (``_harness.interleaved_times``), and the median of the per-round ratios. Peak memory:
+growth of the peak RSS in a fresh process while the method runs, over the level after models and inputs were built
+(``_harness.peak_memory_mib``). Both parts check that the two methods give the same matrix.
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ import torch
 
 # The issue's target is 50k sentences; on a shared 2-core machine the forward passes alone take ~0.2 s per sentence
 # for both models, so the defaults are smaller: --sentences and --rows set them.
-SENTENCES = {"full": 1_000, "quick": 256}
+SENTENCES = {"full": 500, "quick": 128}
 ROWS_B = {"full": 20_000, "quick": 5_000}
 BATCH = 64
 WIDTH, LAYERS = 384, (7, 4)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--sentences", type=int, default=None, help="N of part A (default 1000; quick 256)")
+    parser.add_argument("--sentences", type=int, default=None, help="N of part A (default 500; quick 128)")
     parser.add_argument("--rows", type=int, default=None, help="N of part B (default 20000; quick 5000)")
 
 
@@ -127,18 +128,13 @@ def floor_rows(rows: int) -> np.ndarray:
     return pairwise(reps_a, "linear_cka", against=reps_b)
 
 
-def _timed(method, inputs) -> tuple[float, np.ndarray]:
-    start = time.perf_counter()
-    value = method(inputs)
-    return time.perf_counter() - start, value
-
-
 def run(args) -> None:
-    from benchmarks._harness import peak_memory_mib, print_table
+    from benchmarks._harness import interleaved_times, median_ratio, peak_memory_mib, print_table
 
     size = "quick" if args.quick else "full"
     n = args.sentences or SENTENCES[size]
     rows_b = args.rows or ROWS_B[size]
+    rounds = min(args.repeats, 2)  # long runs: two interleaved rounds, CPU time (one thread: steady under load)
     table = []
     inputs = setup_models(n)
     for part, (floor, ours, setup, kwargs, label) in {
@@ -146,16 +142,23 @@ def run(args) -> None:
         "B": (floor_rows, ours_rows, "setup_rows", {"rows": rows_b}, f"{rows_b} rows, statistics only"),
     }.items():
         given = inputs if part == "A" else rows_b
-        floor_seconds, floor_matrix = _timed(floor, given)
-        ours_seconds, ours_matrix = _timed(ours, given)
+        matrices = {}
+
+        def keep(method, name, given=given, matrices=matrices):
+            return lambda: matrices.__setitem__(name, method(given))
+
+        times = interleaved_times(
+            {"floor": keep(floor, "floor"), "ours": keep(ours, "ours")}, rounds, warmup=0, clock=time.process_time
+        )
         floor_mib = peak_memory_mib(__name__, setup, floor.__name__, args.threads, **kwargs)
         ours_mib = peak_memory_mib(__name__, setup, ours.__name__, args.threads, **kwargs)
-        difference = float(np.max(np.abs(floor_matrix - ours_matrix)))
-        table.append(
-            [label, floor_seconds, ours_seconds, ours_seconds / floor_seconds, floor_mib, ours_mib, difference]
-        )
+        difference = float(np.max(np.abs(matrices["floor"] - matrices["ours"])))
+        floor_seconds, ours_seconds = (float(np.median(times[name])) for name in ("floor", "ours"))
+        ratio = median_ratio(times, "ours", "floor")
+        table.append([label, floor_seconds, ours_seconds, ratio, floor_mib, ours_mib, difference])
     print_table(
-        "layer_similarity: every layer pair (linear CKA, 7 x 4 layers of 384) vs collect-then-pairwise",
+        f"layer_similarity: every layer pair (linear CKA, 7 x 4 layers of 384) vs collect-then-pairwise; CPU seconds, "
+        f"median of {rounds} interleaved rounds",
         ["part", "floor s", "ours s", "ours / floor", "floor peak MiB", "ours peak MiB", "max |diff|"],
         table,
     )
