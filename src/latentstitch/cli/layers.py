@@ -169,6 +169,7 @@ def run(args: argparse.Namespace, modality: str, data: Path | None, out: Path, l
     print_tables(tables, notes)
     payload = {
         "kind": "layers",
+        "name": f"{names['a']} vs {names['b']} layers",
         "title": f"Layer similarity: {names['a']} vs {names['b']}",
         "models": [args.a, args.b],
         "data": described,
