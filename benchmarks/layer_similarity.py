@@ -155,7 +155,7 @@ def run(args) -> None:
         difference = float(np.max(np.abs(matrices["floor"] - matrices["ours"])))
         floor_seconds, ours_seconds = (float(np.median(times[name])) for name in ("floor", "ours"))
         ratio = median_ratio(times, "ours", "floor")
-        table.append([label, floor_seconds, ours_seconds, ratio, floor_mib, ours_mib, difference])
+        table.append([label, floor_seconds, ours_seconds, ratio, floor_mib, ours_mib, f"{difference:.1e}"])
     print_table(
         f"layer_similarity: every layer pair (linear CKA, 7 x 4 layers of 384) vs collect-then-pairwise; CPU seconds, "
         f"median of {rounds} interleaved rounds",
