@@ -64,3 +64,12 @@ def test_two_model_folders_over_a_text_file(tmp_path, capsys):
 
     page = write_report(out, tmp_path / "report.html").read_text()
     assert "Layer similarity: bert-a vs bert-a-again" in page and "encoder.layer.1" in page
+
+
+def test_the_output_may_not_overwrite_the_data(tmp_path, capsys):
+    data = tmp_path / "layers.json"  # the inputs, where the results would go
+    data.write_text("a cat sat\na dog ran\n")
+    assert main(["layers", "minilm-l6", "minilm-l6", "--data", str(data), "--out", str(tmp_path), "--quiet"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "--out" in error[0] and "--data" in error[0]
+    assert data.read_text() == "a cat sat\na dog ran\n"

@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from latentstitch.cli.options import UsageError, input_file, output_folder, positive_int, seed
+from latentstitch.cli.options import UsageError, input_file, output_folder, positive_int, refuse_overwrite, seed
 
 HELP = "similarity of every layer pair of two models (CKA heatmaps) in one pass over the inputs"
 #: packaged encoders with torch layers (``encoders.torch_model``), and the others (no hooks possible)
@@ -93,6 +93,8 @@ def main(args: argparse.Namespace) -> int:
     if data is not None and modality == "image" and not data.is_dir():
         raise UsageError(f"--data: {str(data)!r} is a file; image models read a folder of .png / .jpg images")
     out = output_folder(args.out, "--out")
+    outputs = {"--out": out / "layers.json", **{f"--out ({m})": out / f"layers_{m}.png" for m in args.measures}}
+    refuse_overwrite(outputs, {"--data": data})
     layers = {side: _names(getattr(args, f"layers_{side}")) for side in "ab"}
     return run(args, modality, data, out, layers)
 
