@@ -20,7 +20,7 @@ from benchmarks._pairs.scores import CANDIDATES
 CONSUMERS = ("lr_f1", "mlp_f1", "recall10")
 TOLERANCE = 0.01
 GOAL = {768: 0.95, 100: 0.90}
-RULES = ("current",) + CANDIDATES
+RULES = ("current", *CANDIDATES)
 
 
 def _valid(run: dict, consumer: str) -> list[dict]:
@@ -198,8 +198,7 @@ def _run_table(runs: list[dict], chosen: dict[str, str]) -> list[str]:
                 else f"{f['picked']} {f['figure']:.3f} ({f['ratio']:.2f}); {f['best_route']} {f['best']:.3f}"
             )
         lines.append(
-            f"| {run['half'][:3]} | {run['source']} -> {run['target']} ({run['item_set']}) | {run['budget']} | {run['seed']} | "
-            + " | ".join(cells)
-            + " |"
+            f"| {run['half'][:3]} | {run['source']} -> {run['target']} ({run['item_set']}) | {run['budget']} "
+            f"| {run['seed']} | " + " | ".join(cells) + " |"
         )
     return lines
