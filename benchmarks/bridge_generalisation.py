@@ -67,6 +67,18 @@ def _load_cached(path: Path, fresh: bool) -> dict:
     return {row["route"]: row for row in data.get("routes", []) if isinstance(row, dict) and "route" in row}
 
 
+def _stale(row: dict) -> bool:
+    """A cached row without every candidate score (computed before a score was added): its scores are redone."""
+    from benchmarks._pairs.scores import CANDIDATES
+
+    if "error" in row:
+        return False
+    consumers = row.get("consumers", {})
+    if "lr_f1" in consumers and "lr_raw_f1" not in consumers:  # measured before the raw-vector head was added
+        row.pop("consumers")
+    return "consumers" not in row or not set(CANDIDATES) <= set(row.get("scores", {}))
+
+
 def collect_runs(args) -> list[dict]:
     """Every (ordered pair, budget, seed) run: route rows from the cache, missing routes computed and cached."""
     from benchmarks._pairs.datasets import load_set
@@ -95,12 +107,12 @@ def collect_runs(args) -> list[dict]:
                         key = f"{pair.name}|{source}>{target}|{budget}|{seed}"
                         path = _run_path(key)
                         rows = _load_cached(path, bool(getattr(args, "fresh", False)))
-                        missing = [r for r in routes if r not in rows]
+                        missing = [r for r in routes if r not in rows or _stale(rows[r])]
                         if missing:
                             ctx = ctx or PairContext(items, source, target)
                             anchors = anchor_rows(f"{pair.name}:{source}>{target}", budget, seed, items.train)
                             for name in missing:
-                                rows[name] = run_route(name, ctx, anchors, seed)
+                                rows[name] = run_route(name, ctx, anchors, seed, rows.get(name))
                             own = ctx.own
                             path.parent.mkdir(parents=True, exist_ok=True)
                             write_text(path, json.dumps({"key": key, "own": own, "routes": list(rows.values())}))

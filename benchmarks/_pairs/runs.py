@@ -10,7 +10,16 @@ import zlib
 import numpy as np
 
 from benchmarks._pairs.datasets import ItemSet
-from benchmarks._pairs.scores import CANDIDATES, head_scores, heads, label_free, recall_at_10
+from benchmarks._pairs.scores import (
+    CANDIDATES,
+    agreement,
+    head_scores,
+    heads,
+    label_free,
+    pseudo_head,
+    pseudo_labels,
+    recall_at_10,
+)
 
 FOLDS = 5
 
@@ -43,6 +52,8 @@ class PairContext:
         tr, te = items.train, items.test
         self.own: dict[str, dict[str, float]] = {}
         self.target_heads = None
+        self.pseudo = pseudo_labels(self.t[tr])
+        self.pseudo_head = pseudo_head(self.t[tr], self.pseudo)
         if self.labels is not None:
             self.target_heads = heads(self.t[tr], self.labels[tr], 0)
             self.own["target"] = head_scores(self.target_heads, self.t[te], self.labels[te])
@@ -63,15 +74,24 @@ def _cv_scores(spec, ctx: PairContext, anchors: np.ndarray, seed: int) -> dict[s
             index = np.asarray(route.transform_target(ctx.t[tr]))
         else:
             partner, index = ctx.t[anchors[held]], ctx.t[tr]
-        per_fold.append(label_free(bridged, partner, index, anchors[held]))  # train rows are 0..n_train-1
+        scores = label_free(bridged, partner, index, anchors[held])  # train rows are 0..n_train-1
+        head = pseudo_head(index, ctx.pseudo) if spec.family == "relative" else ctx.pseudo_head
+        scores["pseudo_agree"] = agreement(head, bridged, partner)
+        per_fold.append(scores)
     return {k: float(np.mean([f[k] for f in per_fold])) for k in CANDIDATES}
 
 
-def run_route(name: str, ctx: PairContext, anchors: np.ndarray, seed: int) -> dict:
+def run_route(name: str, ctx: PairContext, anchors: np.ndarray, seed: int, cached: dict | None = None) -> dict:
+    """The route's label-free scores and consumer figures; with ``cached`` (a row holding the consumer figures but
+    not every candidate score), only the scores are recomputed."""
     from latentstitch.bridge import get_route
 
     spec = get_route(name)
     started = time.perf_counter()
+    if cached is not None and "consumers" in cached:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return {**cached, "scores": _cv_scores(spec, ctx, anchors, seed)}
     row: dict = {"route": name, "family": spec.family}
     try:
         with warnings.catch_warnings():

@@ -11,10 +11,15 @@ target vectors for translation routes, relative vectors of the target for relati
   of the true partner (among all train items' target vectors);
 - ``r2_weighted``: R^2 in the target's own units (``1 - SSE / SST`` summed over features);
 - ``r2_scaled``: the mean over features of each feature's R^2 (standard-scaled: every feature weighs alike);
-- ``cosine``: mean cosine of the bridged vector and its partner.
+- ``cosine``: mean cosine of the bridged vector and its partner;
+- ``pseudo_agree``: a stand-in for the user's head without labels: k-means (10 clusters) of the old model's train
+  vectors gives pseudo-labels, a head of the consumer's kind (standard-scaled logistic regression) is trained on
+  them (on the route's relative target vectors for a relative route), and the score is the share of held-out
+  anchors whose bridged vector gets the head's prediction for the true target vector.
 
 Consumers (the target's train items; the test items, which are never anchors): a logistic-regression head and an
-MLP head (scikit-learn, on standard-scaled inputs) trained on the target's train vectors as the route reads them,
+MLP head (scikit-learn, on standard-scaled inputs, as the library's ``LinearHead``) and a logistic regression on the
+raw vectors (``lr_raw``, what many users fit), trained on the target's train vectors as the route reads them,
 applied to the bridged source test vectors (accuracy, macro-F1); a nearest-neighbour index of the target's
 vectors of all items, queried with the bridged source test vectors (Recall@10 of the item itself).
 """
@@ -24,7 +29,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-CANDIDATES = ("mrr_anchors", "mrr_all", "r10_all", "knn10", "r2_weighted", "r2_scaled", "cosine")
+CANDIDATES = ("mrr_anchors", "mrr_all", "r10_all", "knn10", "r2_weighted", "r2_scaled", "cosine", "pseudo_agree")
+PSEUDO_CLASSES = 10
 
 
 def _unit(x: np.ndarray) -> torch.Tensor:
@@ -76,13 +82,15 @@ def heads(x_train: np.ndarray, y_train: np.ndarray, seed: int) -> dict:
 
     lr = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000, C=1.0))
     mlp = make_pipeline(
-        StandardScaler(), MLPClassifier(hidden_layer_sizes=(256,), alpha=1e-3, max_iter=300, random_state=seed)
+        StandardScaler(),
+        MLPClassifier(hidden_layer_sizes=(128,), alpha=1e-3, max_iter=200, early_stopping=True, random_state=seed),
     )
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return {"lr": lr.fit(x_train, y_train), "mlp": mlp.fit(x_train, y_train)}
+        raw = LogisticRegression(max_iter=1000, C=1.0)  # the plain head many users train on raw embeddings
+        return {"lr": lr.fit(x_train, y_train), "lr_raw": raw.fit(x_train, y_train), "mlp": mlp.fit(x_train, y_train)}
 
 
 def head_scores(trained: dict, x_test: np.ndarray, y_test: np.ndarray) -> dict[str, float]:
@@ -98,3 +106,28 @@ def head_scores(trained: dict, x_test: np.ndarray, y_test: np.ndarray) -> dict[s
 
 def recall_at_10(queries: np.ndarray, index: np.ndarray, own: np.ndarray) -> float:
     return float(np.mean(own_ranks(queries, index, own) <= 10))
+
+
+def pseudo_labels(target_train: np.ndarray, seed: int = 0) -> np.ndarray:
+    """k-means clusters of the old model's train vectors (standard-scaled): a label-free stand-in task."""
+    from sklearn.cluster import KMeans
+    from sklearn.preprocessing import StandardScaler
+
+    x = StandardScaler().fit_transform(target_train)
+    return KMeans(PSEUDO_CLASSES, n_init=3, random_state=seed).fit_predict(x)
+
+
+def pseudo_head(x_train: np.ndarray, labels: np.ndarray):
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=300)).fit(x_train, labels)
+
+
+def agreement(head, bridged: np.ndarray, partner: np.ndarray) -> float:
+    return float(np.mean(head.predict(bridged) == head.predict(partner)))
