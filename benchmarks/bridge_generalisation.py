@@ -48,6 +48,9 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--sets", default="", help="only the pairs of these item sets (comma-separated)")
     parser.add_argument("--fresh", action="store_true", help="recompute runs already in the cache")
+    parser.add_argument(
+        "--cached-only", action="store_true", help="report the runs already in the cache; compute nothing"
+    )
 
 
 def _run_path(key: str) -> Path:
@@ -81,7 +84,7 @@ def _stale(row: dict) -> bool:
 
 def collect_runs(args) -> list[dict]:
     """Every (ordered pair, budget, seed) run: route rows from the cache, missing routes computed and cached."""
-    from benchmarks._pairs.datasets import load_set
+    from benchmarks._pairs.datasets import cache_dir, load_set
     from benchmarks._pairs.pairs import split_pairs
     from benchmarks._pairs.runs import PairContext, anchor_rows, route_names, run_route
     from latentstitch._core.atomic import write_text
@@ -97,6 +100,8 @@ def collect_runs(args) -> list[dict]:
         for pair in halves[half]:
             if sets and pair.item_set not in sets:
                 continue
+            if getattr(args, "cached_only", False) and not (cache_dir() / f"{pair.item_set}.safetensors").exists():
+                continue
             items = load_set(pair.item_set)
             for source, target in pair.directions():
                 ctx = None
@@ -108,6 +113,11 @@ def collect_runs(args) -> list[dict]:
                         path = _run_path(key)
                         rows = _load_cached(path, bool(getattr(args, "fresh", False)))
                         missing = [r for r in routes if r not in rows or _stale(rows[r])]
+                        if missing and getattr(args, "cached_only", False):
+                            if not rows:
+                                continue
+                            rows = {k: v for k, v in rows.items() if k not in missing}
+                            missing = []
                         if missing:
                             ctx = ctx or PairContext(items, source, target)
                             anchors = anchor_rows(f"{pair.name}:{source}>{target}", budget, seed, items.train)
@@ -117,6 +127,8 @@ def collect_runs(args) -> list[dict]:
                             path.parent.mkdir(parents=True, exist_ok=True)
                             write_text(path, json.dumps({"key": key, "own": own, "routes": list(rows.values())}))
                             print(f"{time.perf_counter() - started:7.0f}s {key}: {len(missing)} routes", flush=True)
+                        if not path.exists():
+                            continue
                         own = json.loads(path.read_text()).get("own", {})
                         runs.append(
                             {

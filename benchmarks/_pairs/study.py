@@ -178,6 +178,7 @@ def table(results: dict) -> str:
         "Chosen on the development half (per consumer): " + ", ".join(f"{c}: {r}" for c, r in study_["chosen"].items()),
         "",
     ]
+    lines += _direction_table(results["runs"], study_["chosen"])
     lines += _run_table(results["runs"], study_["chosen"])
     return "\n".join(lines) + "\n"
 
@@ -202,3 +203,38 @@ def _run_table(runs: list[dict], chosen: dict[str, str]) -> list[str]:
             f"| {run['seed']} | " + " | ".join(cells) + " |"
         )
     return lines
+
+
+def _direction_table(runs: list[dict], chosen: dict[str, str]) -> list[str]:
+    """Per direction and budget, mean over seeds: the chosen rule's pick, the current rule's and the best route's
+    figure over the weaker encoder's own (Recall@10: the figure itself)."""
+    groups: dict = defaultdict(list)
+    for run in runs:
+        groups[(run["half"], run["source"], run["target"], run["item_set"], run["budget"])].append(run)
+    lines = ["## Per direction (mean over seeds): chosen rule / current rule / best route, over the weaker own", ""]
+    lines += [
+        "| half | source -> target (set) | anchors | seeds | " + " | ".join(CONSUMERS) + " |",
+        "|---" * (4 + len(CONSUMERS)) + "|",
+    ]
+    for (half, source, target, item_set, budget), members in sorted(groups.items()):
+        cells = []
+        for consumer in CONSUMERS:
+            figures = [
+                (run_figures(r, consumer, chosen.get(consumer, "current")), run_figures(r, consumer, "current"))
+                for r in members
+            ]
+            figures = [(a, b) for a, b in figures if a is not None]
+            if not figures:
+                cells.append("-")
+                continue
+            own = weaker_own(members[0], consumer)
+            ratio = np.mean([a["ratio"] for a, _ in figures])
+            current = np.mean([b["ratio"] for _, b in figures])
+            best = np.mean([a["best"] / own for a, _ in figures])
+            cells.append(f"{ratio:.3f} / {current:.3f} / {best:.3f}")
+        lines.append(
+            f"| {half[:3]} | {source} -> {target} ({item_set}) | {budget} | {len(members)} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return [*lines, ""]
