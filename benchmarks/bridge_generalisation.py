@@ -35,6 +35,24 @@ SEEDS = 3
 DEFAULT_OUT = "latentstitch-results/bridge_generalisation"
 
 
+NOTES = [
+    "Command: `PYTHONPATH=src nice -n 10 .venv/bin/python -m benchmarks bridge_generalisation [--budgets ...] "
+    "[--seeds N] [--half ...] --out FOLDER` (one thread; rows cached per run, `--cached-only` reports them).",
+    "Routes: every route registered in latentstitch.bridge.ROUTES on main at the time of the run except unpaired, "
+    "sparse_lasso and functional_map (too slow here); scored by 5-fold cross-validation on the anchors.",
+    "Consumers of the old (target) model: `lr` = StandardScaler + LogisticRegression (like the library's LinearHead), "
+    "`lr_raw` = LogisticRegression on the raw vectors, `mlp` = StandardScaler + MLPClassifier(128, early stopping), "
+    "all trained on the target's train vectors (relative routes: its relative vectors) and scored on bridged test "
+    "items (macro-F1); `recall10` = the bridged test item's own target vector among its 10 nearest target vectors "
+    "of all items (cosine). Ratios: figure / the weaker encoder's own head on its own vectors (Recall@10: as is).",
+    "Words pairs have no labels: Recall@10 only.",
+    "`current` re-computes the rule Bridge ships from fold means (its paired standard error over anchors is "
+    "approximated by (1 - MRR)/sqrt(5)); the other rules pick the route with the highest candidate score.",
+    "The rule per consumer is chosen on the development runs only (highest mean Spearman); the validation tables "
+    "show that fixed rule and the current one.",
+]
+
+
 def add_arguments(parser) -> None:
     parser.add_argument(
         "--out", default=DEFAULT_OUT, help=f"folder for results.json and results.md (default {DEFAULT_OUT})"
@@ -159,6 +177,7 @@ def run(args) -> None:
         "split": {half: [p.name for p in pairs] for half, pairs in split_pairs().items()},
         "split_rule": "per modality, pairs ordered by the SHA-256 of their name, alternating development / "
         "validation; both directions of a pair in one half; fixed before any result was seen",
+        "notes": NOTES,
         "study": study(runs),
         "runs": runs,
     }

@@ -147,7 +147,8 @@ def _cell(value) -> str:
 def table(results: dict) -> str:
     study_ = results["study"]
     lines = ["# Bridge generalisation: which label-free score predicts the consumer", ""]
-    lines += [f"Split ({results['split_rule']}):", ""]
+    lines += [f"- {note}" for note in results.get("notes", [])]
+    lines += ["", f"Split ({results['split_rule']}):", ""]
     for half, names in results["split"].items():
         lines.append(f"- {half}: {', '.join(names)}")
     columns = [
