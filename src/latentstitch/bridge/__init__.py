@@ -35,11 +35,20 @@ from latentstitch.bridge._routes import (
     resolve_routes,
 )
 from latentstitch.bridge._scores import SCORES, chance_mrr, pair_scores
-from latentstitch.bridge._select import SELECTABLE, SELECTION_SCORE, rule_sentence, select_route
+from latentstitch.bridge._select import (
+    CONSUMER_SCORES,
+    CONSUMERS,
+    SELECTABLE,
+    SELECTION_SCORE,
+    rule_sentence,
+    select_route,
+)
 
 __all__ = [
     "AUTO_ROUTES",
     "CLEAR_Z",
+    "CONSUMERS",
+    "CONSUMER_SCORES",
     "ENSEMBLE_SIZE",
     "FAMILIES",
     "MIN_PER_FOLD",

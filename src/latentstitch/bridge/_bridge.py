@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, take_rows
 from latentstitch._core.folds import kfold
 from latentstitch._core.least_squares import RankDeficiencyWarning
-from latentstitch._core.params import Rule, check_positive_int, check_seed, rule
+from latentstitch._core.params import Rule, check_choice, check_positive_int, check_seed, rule
 from latentstitch._core.persist import Persistable
 from latentstitch._core.progress import progress_bar
 from latentstitch.bridge._crossval import (
@@ -36,7 +36,7 @@ from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._results import BudgetRow, budget_rows, route_scores
 from latentstitch.bridge._routes import RouteSpec, get_route, resolve_routes
 from latentstitch.bridge._scores import predictions
-from latentstitch.bridge._select import SELECTION_SCORE, rule_sentence, select_route
+from latentstitch.bridge._select import CONSUMER_SCORES, CONSUMERS, rule_sentence, select_route
 from latentstitch.distributed._arrays import is_dask_array, map_rows
 
 SELECTION_RULE = (
@@ -107,7 +107,7 @@ class Bridge(Persistable, BaseEstimator):
     own units and with standard-scaled features (``r2_scaled``), beside shuffled pairs. With ``head=`` (a callable
     from target vectors to predictions), also prediction agreement (relative routes are read by a ``LinearHead``
     trained on the training folds' relative target vectors to reproduce the head's predictions). The rule is
-    ``select_route`` on ``SELECTION_SCORE`` (``selection_rule()`` says it in words); a route's own parameter (the
+    ``select_route`` on the score of ``consumer`` (``selection_rule()`` says it in words); a route's own parameter (the
     ridge penalty, the rank) is chosen on the same score. Each score is reported as mean and standard deviation over
     the folds in ``routes_``; ``estimate_`` says what to expect in the user's units, with a 90% interval.
 
@@ -127,6 +127,12 @@ class Bridge(Persistable, BaseEstimator):
         Anchor counts for the anchor-budget advice (e.g. ``(50, 100, 300)``): the same cross-validation with only
         that many training anchors (drawn at random from the training folds), scored on the same held-out folds,
         so the scores compare across counts. In ``budget_``.
+    consumer : {"index", "scaled_head", "raw_head"}
+        What reads the bridged vectors, so the label-free rule reads the score that ranked routes as that consumer
+        did in ``benchmarks/bridge_generalisation.py`` (``CONSUMER_SCORES``): "index" (default; a nearest-neighbour
+        index: held-out MRR among all target vectors), "scaled_head" (a classifier that standard-scales its input:
+        R^2 of standard-scaled target features), "raw_head" (a classifier on raw vectors: neighbourhood
+        agreement). A ``head=`` given to ``fit`` overrides it (prediction agreement).
 
     Attributes
     ----------
@@ -144,7 +150,7 @@ class Bridge(Persistable, BaseEstimator):
     criterion_ : str
         How the route was chosen: "label-free" (``SELECTION_RULE``) or "agreement" (with a head).
     selection_score_ : str
-        The score the route and its parameters were chosen on (``SELECTION_SCORE``, or "agreement").
+        The score the route and its parameters were chosen on (``CONSUMER_SCORES[consumer]``, or "agreement").
     estimate_ : QualityEstimate
         What to expect: with a head, its agreement on bridged held-out anchors; without, Recall@10 of the old index
         (all target vectors given); ``value``, ``low``, ``high`` (90% bootstrap interval), ``to_dict()``.
@@ -166,6 +172,7 @@ class Bridge(Persistable, BaseEstimator):
         "cv": rule(check_positive_int, minimum=2),
         "seed": rule(check_seed),
         "budget": rule(budget_counts),
+        "consumer": rule(check_choice, choices=CONSUMERS),
     }
     _learned_types: ClassVar[dict[str, Callable[[Any], Any]]] = {
         "routes_": route_scores,
@@ -174,12 +181,18 @@ class Bridge(Persistable, BaseEstimator):
     }
 
     def __init__(
-        self, routes: str | Sequence[str] = "auto", cv: int = 5, seed: int = 0, budget: Sequence[int] | None = None
+        self,
+        routes: str | Sequence[str] = "auto",
+        cv: int = 5,
+        seed: int = 0,
+        budget: Sequence[int] | None = None,
+        consumer: str = "index",
     ):
         self.routes = routes
         self.cv = cv
         self.seed = seed
         self.budget = budget
+        self.consumer = consumer
 
     # --- fitting -------------------------------------------------------------------------------------------------
     def fit(
@@ -233,7 +246,7 @@ class Bridge(Persistable, BaseEstimator):
         self.n_features_source_, self.n_features_target_ = s.shape[1], t.shape[1]
         parts = kfold(self.n_anchors_, self.cv, self.seed, name="cv", min_rows=MIN_PER_FOLD)
         reference = None if head is None else predictions(head, target)
-        return Anchors(source, target, parts, self.seed, head, reference, SELECTION_SCORE)
+        return Anchors(source, target, parts, self.seed, head, reference, CONSUMER_SCORES[self.consumer])
 
     def _cross_validate(
         self, specs: list[RouteSpec], anchors: Anchors, progress: bool

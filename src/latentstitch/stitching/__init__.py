@@ -59,8 +59,8 @@ multi-layer stitching ``_connectors``, ``_multilayer``.
 """
 
 from latentstitch._core.least_squares import RankDeficiencyWarning
-from latentstitch.stitching._adapter import ResidualAdapter
 from latentstitch.stitching._activations import get_activations
+from latentstitch.stitching._adapter import ResidualAdapter
 from latentstitch.stitching._base import AffineMap
 from latentstitch.stitching._connectors import CONNECTORS, RelativeConnector
 from latentstitch.stitching._direct import fit_direct
