@@ -27,9 +27,13 @@ SELECTABLE = ("mrr", "top1", "recall_at_k", "knn_jaccard", "r2", "r2_scaled", "c
 #:   0.93 with the index's ranking; the pick within 0.01 of the best route in 83% of development runs, 77% on the
 #:   validation half, against 18% for the previous rule);
 #: - "scaled_head": a classifier that standard-scales its input (LinearHead, StandardScaler + LR or MLP): R^2 of
-#:   standard-scaled target features, where near-dead features count fully (validation: the previous rule, which
-#:   read the same score, within 0.01 of the best in 78% of runs, MRR-based picks in fewer);
+#:   standard-scaled target features, where near-dead features count fully (development: Spearman 0.48 with the
+#:   scaled LR head's ranking, pick within 0.01 of the best in 50% of runs; the previous rule, which read this score
+#:   within translation routes and kept a relative route only when clearly better on MRR, 70% on development and
+#:   78% on validation; MRR-based picks 5-10%: no score predicts this consumer well, so pass ``head=`` when you have
+#:   the head);
 #: - "raw_head": a classifier on the raw vectors: neighbourhood agreement (development pick; validation 61% vs 17%).
+#: The study ran on the routes main had before ridge_raw, low_rank, mlp_adapter and ensemble (not re-run since).
 CONSUMER_SCORES = {"index": "mrr", "scaled_head": "r2_scaled", "raw_head": "knn_jaccard"}
 CONSUMERS = tuple(CONSUMER_SCORES)
 #: The score read when nothing is said about the consumer (an index: the job most users have).
