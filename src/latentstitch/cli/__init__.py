@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "bridge": "latentstitch.cli.bridge",
     "compare": "latentstitch.cli.compare",
     "report": "latentstitch.cli.report",
+    "migrate": "latentstitch.cli.migrate",
 }
 
 # Errors that mean "this input cannot be used": the library raises ValueError/TypeError naming the argument at

@@ -19,7 +19,7 @@ from latentstitch.migrate._certify import certify_migration
 from latentstitch.migrate._confidence import confidence_curve, neighbourhood_agreement
 from latentstitch.migrate._fit import MigrationWarning, QuerySample, fit_migration, translation_routes
 from latentstitch.migrate._migration import MODES, Migration, metric_words
-from latentstitch.migrate._plan import STRATEGIES, MigrationPlan, budget_count, plan_sample
+from latentstitch.migrate._plan import STRATEGIES, MigrationPlan, budget_count, load_plan, plan_sample, save_plan
 from latentstitch.migrate._report import Certificate
 from latentstitch.migrate._retrieval import METRICS, Interval, bootstrap_mean, per_query, ranks, search
 from latentstitch.migrate.stores import KINDS, StoreError, VectorStore, create_writer, open_store
@@ -45,12 +45,14 @@ __all__ = [
     "confidence_curve",
     "create_writer",
     "fit_migration",
+    "load_plan",
     "metric_words",
     "neighbourhood_agreement",
     "open_store",
     "per_query",
     "plan_sample",
     "ranks",
+    "save_plan",
     "search",
     "translation_routes",
     "work_folder",

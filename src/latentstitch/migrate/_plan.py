@@ -4,10 +4,13 @@ a held-out part of it is kept for the certificate (never used to fit)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
+from latentstitch._core.atomic import atomic_path, write_text
 from latentstitch._core.params import check_seed
 from latentstitch.migrate._retrieval import prepare, search
 
@@ -39,6 +42,46 @@ class MigrationPlan:
             "fit_ids": self.fit_ids.tolist(),
             "holdout_ids": self.holdout_ids.tolist(),
         }
+
+
+def save_plan(plan: MigrationPlan, path: str | os.PathLike) -> Path:
+    """Write the id list for the embedding job: columns ``id`` and ``role`` ("fit" or "certify"), as CSV or parquet
+    (by suffix)."""
+    target = Path(os.fspath(path))
+    ids, roles = plan.ids, plan.roles()
+    if target.suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        with atomic_path(target, option="--output") as temporary:
+            pq.write_table(pa.table({"id": ids, "role": roles}), temporary)
+        return target
+    if target.suffix != ".csv":
+        raise ValueError(f"--output: a plan is written as .csv or .parquet, got {str(target)!r}")
+    lines = ["id,role"] + [f"{i},{r}" for i, r in zip(ids.tolist(), roles, strict=True)]
+    return write_text(target, "\n".join(lines) + "\n", option="--output")
+
+
+def load_plan(path: str | os.PathLike, name: str = "--plan") -> tuple[np.ndarray, np.ndarray]:
+    """(fit ids, held-out ids) of a plan file written by ``save_plan`` (ids as written: strings from CSV)."""
+    source = Path(os.fspath(path))
+    try:
+        if source.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(source).to_pydict()
+            ids, roles = table["id"], table["role"]
+        else:
+            rows = [line.split(",") for line in source.read_text().splitlines() if line.strip()]
+            if rows[0] != ["id", "role"]:
+                raise ValueError("its header is not 'id,role'")
+            ids, roles = [r[0] for r in rows[1:]], [r[1] for r in rows[1:]]
+    except (OSError, KeyError, IndexError, ValueError) as error:
+        raise ValueError(f"{name}: {str(source)!r} is not a plan written by `migrate plan` ({error})") from None
+    ids, roles = np.asarray(ids), np.asarray(roles)
+    if not set(roles.tolist()) <= {"fit", "certify"}:
+        raise ValueError(f"{name}: {str(source)!r} has roles other than fit / certify")
+    return ids[roles == "fit"], ids[roles == "certify"]
 
 
 def budget_count(budget: float, n: int, name: str = "budget") -> int:

@@ -125,7 +125,7 @@ class Certificate:
         written: dict[str, Path] = {}
         measured = self.measures["queries" if "queries" in self.measures else "documents"]
         setups = list(measured["whole_index"].items())
-        figure, axis = plt.subplots(figsize=(7, 3.2))
+        figure, axis = plt.subplots(figsize=(9, 3.2))
         width = 0.8 / len(setups)
         for i, (setup, values) in enumerate(setups):
             means = [values[m]["mean"] for m in MEASURES]
@@ -137,7 +137,7 @@ class Certificate:
         axis.set_xticks([j + 0.4 - width / 2 for j in range(len(MEASURES))], MEASURES)
         axis.set_ylim(0, 1.05)
         axis.set_title("Retrieval over the whole index (held-out items)")
-        axis.legend(fontsize=7, loc="lower right")
+        axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
         figure.tight_layout()
         path = folder / f"{stem}-measures.png"
         with atomic_path(path, option="--output") as temporary:
