@@ -62,6 +62,9 @@ class VectorStore:
     def fingerprint(self) -> str:
         return fingerprint(self.path)
 
+    def close(self) -> None:
+        """Release the store (database clients hold locks or servers)."""
+
     def describe(self) -> str:
         named = f" collection {self.collection!r}" if self.collection else ""
         return f"{self.kind}{named}: {self.count} x {self.dimension}, metric {self.metric}"
