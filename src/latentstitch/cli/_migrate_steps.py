@@ -9,7 +9,7 @@ import numpy as np
 
 from latentstitch._core.atomic import atomic_path
 from latentstitch._core.tables import print_tables, write_json
-from latentstitch.cli.options import UsageError
+from latentstitch.cli.options import UsageError, option_errors
 from latentstitch.embeddings import open_embeddings
 from latentstitch.migrate import (
     Migration,
@@ -22,6 +22,27 @@ from latentstitch.migrate import (
     plan_sample,
     save_plan,
 )
+
+#: The library's argument names -> the options they came from.
+OPTIONS = {
+    "store": "INDEX",
+    "index_vectors": "INDEX",
+    "sample_ids": "SAMPLE",
+    "sample_new": "SAMPLE",
+    "holdout_ids": "--plan",
+    "queries_new": "--queries-new",
+    "queries_old": "--queries-old",
+    "queries_relevant": "--queries-relevant",
+    "budget": "--budget",
+    "holdout": "--holdout",
+    "folds": "--folds",
+    "migration": "MIGRATION",
+}
+
+
+def run(args: argparse.Namespace, output: Path) -> int:
+    with option_errors(OPTIONS):
+        return {"plan": plan, "fit": fit, "certify": certify, "apply": apply}[args.action](args, output)
 
 
 def _store(args: argparse.Namespace):
@@ -61,12 +82,9 @@ def plan(args: argparse.Namespace, output: Path) -> int:
     store = _store(args)
     ids, vectors = store.read()
     budget = args.budget if args.budget < 1 else int(args.budget)
-    try:
-        chosen = plan_sample(
-            ids, vectors, budget, strategy=args.strategy, holdout=args.holdout, metric=store.metric, seed=args.seed
-        )
-    except ValueError as error:
-        raise UsageError(str(error).replace("budget:", "--budget:", 1).replace("holdout:", "--holdout:", 1)) from None
+    chosen = plan_sample(
+        ids, vectors, budget, strategy=args.strategy, holdout=args.holdout, metric=store.metric, seed=args.seed
+    )
     save_plan(chosen, output)
     print(
         f"plan ({args.strategy}): re-embed {len(chosen.ids)} of {len(ids)} documents, {len(chosen.fit_ids)} to "

@@ -161,4 +161,4 @@ def main(args: argparse.Namespace) -> int:
     pin_threads(args)
     from latentstitch.cli import _migrate_steps as steps
 
-    return getattr(steps, args.action)(args, output)
+    return steps.run(args, output)

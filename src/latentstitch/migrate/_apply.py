@@ -107,7 +107,7 @@ def apply_migration(
         )
     if store.dimension != migration.old_dimension:
         raise ValueError(
-            f"index: {store.describe()} has {store.dimension} features; the migration was fitted on "
+            f"store: {store.describe()} has {store.dimension} features; the migration was fitted on "
             f"{migration.old_dimension}"
         )
     if output.exists():

@@ -33,6 +33,8 @@ FAISS_SUFFIXES = (".index", ".faiss", ".ivf", ".hnsw")
 
 def guess_kind(path: Path) -> str:
     """The kind of store at ``path``, from its suffix, marker files or first bytes."""
+    if path.suffix.lower() == ".db":
+        return "milvus"  # Milvus Lite: a file, or a folder in its newer versions
     if path.is_dir():
         if (path / "chroma.sqlite3").exists():
             return "chroma"
@@ -43,8 +45,6 @@ def guess_kind(path: Path) -> str:
         return "file"  # a Hugging Face save_to_disk folder
     if path.suffix.lower() in FAISS_SUFFIXES:
         return "faiss"
-    if path.suffix.lower() == ".db":
-        return "milvus"
     with open(path, "rb") as handle:
         head = handle.read(4)
     return "faiss" if head in INDEX_TYPES or head in (b"IxMp", b"IxM2") else "file"

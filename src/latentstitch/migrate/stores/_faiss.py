@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from latentstitch._core.extras import require
-from latentstitch.migrate.stores._protocol import BATCH_ROWS, StoreWriter, VectorStore, unit_norm
+from latentstitch.migrate.stores._protocol import BATCH_ROWS, StoreError, StoreWriter, VectorStore, unit_norm
 
 #: fourcc -> index type this connector reads (vectors stored as float32 in each).
 INDEX_TYPES = {b"IxFI": "flat", b"IxF2": "flat", b"IxFl": "flat", b"IwFl": "ivf", b"IHNf": "hnsw"}
@@ -36,37 +36,37 @@ def check_faiss_file(path: Path, option: str) -> dict[str, Any]:
     with open(path, "rb") as handle:
         head = handle.read(4 + HEADER.size + 4 + HEADER.size)
     if len(head) < 4 + HEADER.size:
-        raise ValueError(f"{where} is {size} bytes, too short for a FAISS index header (truncated?)")
+        raise StoreError(f"{where} is {size} bytes, too short for a FAISS index header (truncated?)")
     fourcc, offset, idmap = head[:4], 4, False
     if fourcc in ID_MAPS:
         idmap = True
     elif fourcc not in INDEX_TYPES:
-        raise ValueError(
+        raise StoreError(
             f"{where} is not a FAISS index this connector reads (header {fourcc!r}); expected a flat, IVF-flat or "
             "HNSW-flat index, bare or in an IndexIDMap"
         )
     d, ntotal, dummy1, dummy2, _, metric_type = HEADER.unpack_from(head, offset)
     if dummy1 != DUMMY or dummy2 != DUMMY or not 0 < d <= MAX_DIMENSION or ntotal < 0 or metric_type not in (0, 1):
-        raise ValueError(f"{where} has a damaged FAISS header (dimension {d}, count {ntotal}, metric {metric_type})")
+        raise StoreError(f"{where} has a damaged FAISS header (dimension {d}, count {ntotal}, metric {metric_type})")
     kind = "flat"
     if idmap:
         inner = head[4 + HEADER.size : 8 + HEADER.size]
         if inner not in INDEX_TYPES:
-            raise ValueError(f"{where} maps ids onto a FAISS index this connector does not read ({inner!r})")
+            raise StoreError(f"{where} maps ids onto a FAISS index this connector does not read ({inner!r})")
         kind = INDEX_TYPES[inner]
         d2, n2, *_ = HEADER.unpack_from(head, 8 + HEADER.size) if len(head) >= 8 + 2 * HEADER.size else (0, -1)
         if (d2, n2) != (d, ntotal):
-            raise ValueError(f"{where} has an id map whose index header disagrees with it (truncated or damaged)")
+            raise StoreError(f"{where} has an id map whose index header disagrees with it (truncated or damaged)")
     else:
         kind = INDEX_TYPES[fourcc]
     needed = 4 + HEADER.size + ntotal * d * 4 + (ntotal * 8 if idmap else 0)
     if size < needed:
-        raise ValueError(
+        raise StoreError(
             f"{where} is {size} bytes but its header announces {ntotal} vectors of {d} floats ({needed} bytes at "
             "least): the file is truncated or damaged"
         )
     if kind == "flat" and not idmap and size != 4 + HEADER.size + 8 + ntotal * d * 4:
-        raise ValueError(f"{where} is {size} bytes, not the size its flat-index header announces (damaged)")
+        raise StoreError(f"{where} is {size} bytes, not the size its flat-index header announces (damaged)")
     return {"type": kind, "idmap": idmap, "dimension": d, "count": ntotal, "metric_type": metric_type}
 
 

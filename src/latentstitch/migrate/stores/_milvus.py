@@ -19,7 +19,9 @@ METRICS = {"IP": "ip", "L2": "l2", "COSINE": "cosine"}
 
 def milvus():
     require("milvus_lite", "milvus", package="milvus-lite")
-    logging.getLogger("pymilvus").setLevel(logging.ERROR)  # its iterator's timestamp notice is not for users
+    # the query iterator asks Milvus Lite for a timestamp it does not implement, then falls back: not for users
+    logging.getLogger("pymilvus").setLevel(logging.CRITICAL)
+    logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
     return require("pymilvus", "milvus", package="pymilvus")
 
 
