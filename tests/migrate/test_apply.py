@@ -32,7 +32,7 @@ def expected(migration, corpus, plan):
 
 
 def test_apply_npy_writes_the_bridged_index_and_a_manifest(saved, corpus, tmp_path):
-    plan, migration, path = saved
+    _, migration, path = saved
     np.save(tmp_path / "old.npy", corpus.old)
     before = fingerprint(tmp_path / "old.npy")
     store = open_store(tmp_path / "old.npy")
@@ -106,7 +106,7 @@ def test_an_interrupted_apply_resumes_to_the_identical_result(saved, corpus, tmp
 
 
 def test_a_full_disk_keeps_the_old_index_and_names_the_partial_output(saved, corpus, tmp_path, monkeypatch):
-    plan, migration, path = saved
+    _, migration, path = saved
     import faiss
 
     index = faiss.IndexFlatIP(corpus.old.shape[1])
@@ -135,7 +135,7 @@ def test_a_full_disk_keeps_the_old_index_and_names_the_partial_output(saved, cor
 
 
 def test_apply_refuses_a_query_side_migration_and_a_changed_index(saved, corpus, tmp_path):
-    plan, migration, path = saved
+    _, migration, path = saved
     np.save(tmp_path / "old.npy", corpus.old)
     with pytest.raises(KeyboardInterrupt):
         apply_migration(

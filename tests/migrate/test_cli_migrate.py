@@ -87,6 +87,9 @@ def test_fit_certify_apply_end_to_end(workspace, capsys):
     certificate = json.loads((w / "certificate.json").read_text())
     assert certificate["kind"] == "migration" and certificate["figures"]
     assert all((w / name).exists() for name in certificate["figures"].values())
+    assert main(["report", str(w), "-o", str(w / "report.html")]) == 0
+    page = (w / "report.html").read_text()
+    assert "Index migrations" in page and "Migration certificate: old.index" in page
     migration = json.loads((w / "migration.json").read_text())
     before = fingerprint(w / "old.index")
     code = main(

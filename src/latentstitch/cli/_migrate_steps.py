@@ -155,6 +155,7 @@ def certify(args: argparse.Namespace, output: Path) -> int:
     charts = certificate.charts(output.parent, output.stem)
     payload = certificate.to_dict()
     payload.update(
+        title=f"Migration certificate: {Path(args.index).name} ({certificate.mode}-side)",
         index=str(args.index),
         migration=str(args.migration),
         sample=str(args.sample),

@@ -19,7 +19,7 @@ from latentstitch.report._html import is_image
 from latentstitch.report._markdown import title_and_body
 
 #: The kinds of result JSON file the report renders.
-KINDS = ("reproduction", "demo", "bridge", "compare")
+KINDS = ("reproduction", "demo", "bridge", "compare", "migration")
 #: The kind of a folder reported by its markdown (no result JSON file).
 MEASUREMENT = "measurement"
 CHECKPOINT = "checkpoint"  # experiments' folder of the finished stages of an interrupted run
@@ -204,7 +204,7 @@ def _collect_folder(folder: Path, collection: Collection) -> None:
 
 def _named_files(data: dict[str, Any]) -> set[str]:
     """The files a bridge / compare output names (its inputs, the saved bridge): not results, but accounted for."""
-    names = [data.get(key) for key in ("source", "target", "bridge_file", "a", "b")]
+    names = [data.get(key) for key in ("source", "target", "bridge_file", "a", "b", "index", "migration", "sample")]
     names += [str(line).split(":")[0] for line in data.get("files", []) or []]
     return {Path(str(name)).name for name in names if name}
 
