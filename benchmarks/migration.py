@@ -38,6 +38,12 @@ BUDGETS = (0.01, 0.05, 0.10)
 def add_arguments(parser) -> None:
     parser.add_argument("--seeds", type=int, default=3, help="seeds per configuration (migration; default 3)")
     parser.add_argument("--parts", default="quality,apply,query", help="migration parts to run (default: all)")
+    parser.add_argument(
+        "--routes",
+        default="ridge",
+        help="bridge routes fit may use, comma-separated (default ridge: the machine is shared)",
+    )
+    parser.add_argument("--sets", default="bbc,bible", help="retrieval sets of the quality part (default both)")
     parser.add_argument("--rows", type=int, default=1_000_000, help="apply: vectors migrated (default 1,000,000)")
 
 
@@ -48,7 +54,7 @@ def recall10(queries, index, relevant, metric="cosine") -> float:
     return float(per_query(ranks(search(queries, index, 10, metric), relevant))["recall@10"].mean())
 
 
-def one_run(old_q, old_d, new_q, new_d, budget, seed):
+def one_run(old_q, old_d, new_q, new_d, budget, seed, routes=("ridge",)):
     from latentstitch.migrate import QuerySample, certify_migration, fit_migration, plan_sample
     from latentstitch.migrate._retrieval import prepare
 
@@ -61,7 +67,16 @@ def one_run(old_q, old_d, new_q, new_d, budget, seed):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         migration = fit_migration(
-            ids, old_d, plan.ids, new_d[plan.ids], queries=queries_fit, holdout_ids=held, folds=3, seed=seed
+            ids,
+            old_d,
+            plan.ids,
+            new_d[plan.ids],
+            queries=queries_fit,
+            holdout_ids=held,
+            folds=3,
+            seed=seed,
+            routes=routes,
+            inner_folds=2,
         )
     queries_held = QuerySample(new_q[held], old_q[held], held)
     certificate = certify_migration(
@@ -97,12 +112,16 @@ def quality(args) -> None:
     budgets = (0.05,) if args.quick else BUDGETS
     rows, covered, total = [], 0, 0
     for name, pairs in PAIRS.items():
+        if name not in args.sets.split(","):
+            continue
         for old_name, new_name in pairs:
             old_q, old_d = embedded(name, old_name)
             new_q, new_d = embedded(name, new_name)
             for budget in budgets:
                 started = time.perf_counter()
-                runs = [one_run(old_q, old_d, new_q, new_d, budget, seed) for seed in range(seeds)]
+                runs = [
+                    one_run(old_q, old_d, new_q, new_d, budget, seed, args.routes.split(",")) for seed in range(seeds)
+                ]
                 covered += sum(r["covered"] for r in runs)
                 total += len(runs)
 

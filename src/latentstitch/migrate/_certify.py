@@ -5,7 +5,8 @@ when given, **queries** (real queries embedded by both models, each with the id 
 whose document was fitted on are left out). Two universes:
 
 - **the whole index**: the bridged setup (each mode) against the old model end to end (old queries, old index):
-  Recall@1/@10, MRR@10, nDCG@10 and the top-10 overlap, each with a bootstrap interval over queries. The bridged
+  Recall@1/@10, MRR@10, nDCG@10 and the top-10 overlap, each with an interval over queries (Wilson's score
+  interval for the recalls, the percentile bootstrap for the others). The bridged
   Recall@10 here estimates what the untouched rest of the corpus will see;
 - **the re-embedded sample** (the only documents whose new vectors exist): the bridged setup against the
   re-embedded reference, the new model end to end, with the ratio of their scores.

@@ -67,7 +67,8 @@ class Certificate:
                     cells.append("" if ratio is None else f"{ratio:.3f}")
                     rows.append(cells)
                 note = (
-                    f"{measured['n']} held-out {name}; {self.level:.0%} bootstrap intervals over queries. Overlap: "
+                    f"{measured['n']} held-out {name}; {self.level:.0%} intervals over queries "
+                    "(Wilson's for recall, bootstrap for the others). Overlap: "
                     + (
                         "top-10 shared with the old model end to end."
                         if universe == "whole_index"

@@ -100,12 +100,28 @@ class Interval:
         return self.low <= value <= self.high
 
 
+def wilson(successes: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson's score interval of a proportion: keeps its coverage near 0 and 1 and for few queries, where the
+    bootstrap's interval collapses to a point (every held-out query found its document)."""
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
 def bootstrap_mean(values: np.ndarray, rng: np.random.Generator, level: float = 0.95, draws: int = 2000) -> Interval:
-    """Mean of ``values`` and the percentile-bootstrap interval of the mean, resampling queries."""
+    """Mean of ``values`` and its interval over queries: Wilson's for hit-or-miss values (Recall@k), else the
+    percentile bootstrap, resampling queries."""
     values = np.asarray(values, dtype=float)
     n = len(values)
     if n == 0:
         return Interval(float("nan"), float("nan"), float("nan"), 0, level)
+    if np.isin(values, (0.0, 1.0)).all():
+        low, high = wilson(float(values.sum()), n, level)
+        return Interval(float(values.mean()), low, high, n, level)
     means = values[rng.integers(0, n, size=(draws, n))].mean(axis=1)
     tail = (1 - level) / 2
     low, high = np.quantile(means, [tail, 1 - tail])
