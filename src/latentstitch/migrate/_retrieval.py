@@ -109,7 +109,8 @@ def wilson(successes: float, n: int, level: float = 0.95) -> tuple[float, float]
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+    # the interval holds p exactly (rounding can leave 1 - 1e-16 above p = 1)
+    return float(max(0.0, min(p, centre - half))), float(min(1.0, max(p, centre + half)))
 
 
 def bootstrap_mean(values: np.ndarray, rng: np.random.Generator, level: float = 0.95, draws: int = 2000) -> Interval:
