@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "embeddings": 7,
     "bridge": 8,
     "experiments": 9,
+    "migrate": 9,
     "report": 10,
     "cli": 11,
     "__main__": 11,
@@ -81,6 +82,21 @@ IMPORTS = {module: _imports(module, path) for module, path in MODULES.items()}
 def test_every_room_has_a_layer():
     rooms = {_room(module) for module in MODULES} - {"<root>"}
     assert rooms <= set(LAYERS), f"packages without a layer in LAYERS: {sorted(rooms - set(LAYERS))}"
+
+
+#: Rooms of one layer that are independent features: neither imports the other.
+SIBLINGS = [("experiments", "migrate")]
+
+
+@pytest.mark.parametrize(("first", "second"), SIBLINGS)
+def test_siblings_do_not_import_each_other(first, second):
+    crossing = [
+        f"{module}:{line} imports {target}"
+        for module, imports in IMPORTS.items()
+        for target, _, line in imports
+        if {_room(module), _room(target)} == {first, second}
+    ]
+    assert not crossing, "\n".join(crossing)
 
 
 def test_imports_only_go_down():

@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "compare": "latentstitch.cli.compare",
     "layers": "latentstitch.cli.layers",
     "report": "latentstitch.cli.report",
+    "migrate": "latentstitch.cli.migrate",
 }
 
 # Errors that mean "this input cannot be used": the library raises ValueError/TypeError naming the argument at

@@ -18,6 +18,7 @@ GROUPS = (
     ("reproductions", "Reproductions", ("reproduction", "demo")),
     ("bridges", "Bridges", ("bridge",)),
     ("comparisons", "Comparisons", ("compare", "layers")),
+    ("migrations", "Index migrations", ("migration",)),
     ("measurements", "Other measurements", (MEASUREMENT,)),
 )
 
@@ -74,7 +75,7 @@ def counts(result: ResultFile) -> tuple[int, int, int, int]:
 
 
 def run_label(result: ResultFile) -> str:
-    if result.kind in ("bridge", "compare", "layers", MEASUREMENT):
+    if result.kind in ("bridge", "compare", "layers", "migration", MEASUREMENT):
         return result.kind
     if result.smoke:
         return "quick run (smoke test)"
@@ -91,6 +92,8 @@ def badge(result: ResultFile, short: bool = False) -> str:
             css = "" if choice.get("reliable", True) else " bad"
             chosen = escape(choice["route"]) if short else f"chosen: {escape(choice['route'])}"
             return f'<span class="badge{css}">{chosen}</span>'
+    if result.kind == "migration" and result.data.get("mode"):
+        return f'<span class="badge">{"" if short else "chosen: "}{escape(result.data["mode"])}-side</span>'
     if not judged:
         return ""
     css = "ok" if held == judged else "bad"
@@ -209,6 +212,22 @@ def _layers(result: ResultFile) -> str:
     return data + _figures(result.figures) + _tables(result) + bullets([escape(n) for n in result.notes])
 
 
+def _migration(result: ResultFile) -> str:
+    """A migration certificate (``latentstitch migrate certify``): the setting, its charts, its tables."""
+    data = result.data
+    setting = [
+        f"index: {data.get('index', '?')} ({data.get('n_index', '?')} documents)",
+        f"chosen mode: {data.get('mode', '?')}-side; metric: {data.get('metric_assumed', data.get('metric', '?'))}",
+        f"re-embedded: {data.get('n_fit', '?')} fitted on, {data.get('n_holdout', '?')} held out and measured",
+    ]
+    parts = [bullets([escape(line) for line in setting])]
+    if result.figures:
+        parts.append('<div class="charts">' + _figures(result.figures) + "</div>")
+    parts.append(_tables(result))
+    parts.append(bullets([escape(n) for n in result.notes]))
+    return "".join(parts)
+
+
 def _measurement(result: ResultFile) -> str:
     used: set[str] = set()
     parts = []
@@ -229,5 +248,11 @@ def _measurement(result: ResultFile) -> str:
 
 def body(result: ResultFile) -> str:
     """The section's content below its heading."""
-    render = {"bridge": _bridge, "compare": _compare, "layers": _layers, MEASUREMENT: _measurement}
+    render = {
+        "bridge": _bridge,
+        "compare": _compare,
+        "layers": _layers,
+        "migration": _migration,
+        MEASUREMENT: _measurement,
+    }
     return render.get(result.kind, _reproduction)(result)

@@ -1,0 +1,164 @@
+"""Move a vector index to a new embedding model without re-embedding all of it.
+
+    latentstitch migrate plan INDEX --budget 0.05 -o plan.csv
+    (embed the plan's ids with the new model: SAMPLE, a table or .npz with an `id` column)
+    latentstitch migrate fit INDEX SAMPLE --plan plan.csv -o migration.json
+    latentstitch migrate certify migration.json INDEX SAMPLE --plan plan.csv -o certificate.json
+    latentstitch migrate apply migration.json INDEX -o NEW_INDEX --sample SAMPLE
+
+INDEX: a FAISS index file (flat, IVF, HNSW; bare or with an id map), a LanceDB table folder, a Chroma persistent
+folder, a Qdrant local folder, a Milvus Lite .db file, or an embedding file (.npy, .parquet, .npz, ...), with the
+old model's vectors. plan chooses which documents to re-embed (a held-out part is kept for certify). fit fits a
+query-side bridge (new queries -> the old index, untouched) and a corpus-side one (the old index -> the new space)
+and chooses by cross-validated MRR@10 over the whole index. certify measures the chosen setup on the held-out items
+against the old model and the re-embedded reference, with bootstrap intervals, writes a certificate JSON and its
+charts (shown by `latentstitch report`). apply streams the old index into a NEW collection (the old one is never
+modified), resumable: run the same command again after an interruption.
+
+Metrics: an index's own (FAISS, the databases); --metric for files. With cosine the bridges read and write unit
+vectors; with ip and l2 raw vectors.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from latentstitch.cli.files import add_run_options, pin_threads
+from latentstitch.cli.options import (
+    UsageError,
+    input_file,
+    nonnegative_float,
+    output_file,
+    positive_float,
+    positive_int,
+    seed,
+)
+
+HELP = "move a vector index to a new embedding model: plan, fit, certify, apply"
+METRICS = ("ip", "cosine", "l2")
+KINDS = ("file", "faiss", "lancedb", "chroma", "qdrant", "milvus")
+
+
+def _index_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("index", metavar="INDEX", help="the old index (FAISS file, database folder, embedding file)")
+    group = parser.add_argument_group("reading the index")
+    group.add_argument("--kind", choices=KINDS, default=None, help="the kind of INDEX (default: guessed)")
+    group.add_argument("--collection", default=None, help="the table / collection in INDEX (default: the only one)")
+    group.add_argument(
+        "--metric",
+        choices=METRICS,
+        default=None,
+        help="the metric of a file INDEX (default: cosine for unit vectors, else ip); stores say their own",
+    )
+    group.add_argument("--id-column", default=None, metavar="NAME", help="the id column of a table INDEX")
+
+
+def _sub(actions, name: str, help_text: str) -> argparse.ArgumentParser:
+    return actions.add_parser(
+        name, help=help_text, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+
+
+def _query_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("a sample of real queries (optional)")
+    group.add_argument(
+        "--queries-new", type=Path, default=None, metavar="FILE", help="queries embedded by the new model"
+    )
+    group.add_argument(
+        "--queries-old",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the same queries (same rows) embedded by the old model",
+    )
+    group.add_argument(
+        "--queries-relevant",
+        default=None,
+        metavar="COLUMN",
+        help="the column of --queries-new holding each query's relevant document id (scores queries)",
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", parser_class=type(parser), required=True)
+    plan = _sub(actions, "plan", "choose which documents to re-embed, and which to hold out for certify")
+    _index_options(plan)
+    plan.add_argument(
+        "--budget", type=positive_float, required=True, help="documents to re-embed: a share in (0, 1) or a count"
+    )
+    plan.add_argument(
+        "--strategy",
+        choices=("random", "kmeans", "farthest"),
+        default="kmeans",
+        help="how to choose them (default kmeans: the item nearest each of BUDGET centroids)",
+    )
+    plan.add_argument(
+        "--holdout",
+        type=nonnegative_float,
+        default=0.3,
+        help="share of the budget held out for certify, drawn at random (default 0.3)",
+    )
+    plan.add_argument("--seed", type=seed, default=0)
+    plan.add_argument("-o", "--output", type=Path, required=True, help="the id list (.csv or .parquet)")
+    add_run_options(plan)
+
+    fit = _sub(actions, "fit", "fit both modes' bridges and choose one by cross-validation")
+    _index_options(fit)
+    fit.add_argument("sample", metavar="SAMPLE", help="the re-embedded documents: new vectors with their ids")
+    fit.add_argument("--sample-id-column", default="id", metavar="NAME", help="SAMPLE's id column (default id)")
+    fit.add_argument("--plan", type=Path, default=None, help="the plan: its held-out ids are not fitted on")
+    fit.add_argument("--folds", type=positive_int, default=5, help="cross-validation folds (default 5)")
+    fit.add_argument("--seed", type=seed, default=0)
+    fit.add_argument("-o", "--output", type=Path, required=True, help="the migration (.json; bridges beside it)")
+    _query_options(fit)
+    add_run_options(fit)
+
+    certify = _sub(actions, "certify", "measure the migration on the held-out re-embedded items")
+    certify.add_argument("migration", metavar="MIGRATION", help="written by `migrate fit`")
+    _index_options(certify)
+    certify.add_argument("sample", metavar="SAMPLE", help="the re-embedded documents (as for fit)")
+    certify.add_argument("--sample-id-column", default="id", metavar="NAME")
+    certify.add_argument("--plan", type=Path, required=True, help="the plan whose certify ids are measured")
+    certify.add_argument("--threshold", type=float, nargs="+", default=[], help="similarity cut-offs to remap")
+    certify.add_argument(
+        "--threshold-space", choices=("old", "new"), default="old", help="the space the cut-offs are in (default old)"
+    )
+    certify.add_argument("--seed", type=seed, default=0)
+    certify.add_argument("-o", "--output", type=Path, required=True, help="the certificate (.json; charts beside)")
+    _query_options(certify)
+    add_run_options(certify)
+
+    apply = _sub(actions, "apply", "stream the old index into a new collection through the corpus-side bridge")
+    apply.add_argument("migration", metavar="MIGRATION", help="written by `migrate fit`")
+    _index_options(apply)
+    apply.add_argument("-o", "--output", type=Path, required=True, help="the new index / collection (must not exist)")
+    apply.add_argument("--sample", default=None, help="re-embedded documents: written with their true new vectors")
+    apply.add_argument("--sample-id-column", default="id", metavar="NAME")
+    apply.add_argument("--output-kind", choices=KINDS, default=None, help="the kind of store written (default INDEX's)")
+    apply.add_argument("--chunk-rows", type=positive_int, default=65_536, help="vectors per chunk (default 65536)")
+    apply.add_argument("--device", default=None, help="where to run the bridge (cpu, cuda, ...; default cpu)")
+    add_run_options(apply)
+
+
+def main(args: argparse.Namespace) -> int:
+    input_file(args.index, "INDEX")
+    if getattr(args, "migration", None):
+        input_file(args.migration, "MIGRATION")
+    if getattr(args, "sample", None):
+        input_file(args.sample, "SAMPLE" if args.action != "apply" else "--sample")
+    if getattr(args, "plan", None):
+        input_file(args.plan, "--plan")
+    if (getattr(args, "queries_new", None) is None) != (getattr(args, "queries_old", None) is None):
+        raise UsageError("--queries-old: give both --queries-new and --queries-old (the same queries, both models)")
+    output = output_file(args.output, "--output")
+    from latentstitch._core.atomic import refuse_inputs
+
+    refuse_inputs(
+        {"--output": output},
+        {"INDEX": args.index, "SAMPLE": getattr(args, "sample", None), "MIGRATION": getattr(args, "migration", None)},
+    )
+    pin_threads(args)
+    from latentstitch.cli import _migrate_steps as steps
+
+    return steps.run(args, output)

@@ -1,0 +1,59 @@
+"""Move a vector index to a new embedding model without re-embedding all of it: plan, fit, certify, apply.
+
+- ``plan_sample(ids, old_vectors, budget)``: which documents to re-embed (random, k-means coverage, farthest
+  point), with a held-out part for the certificate.
+- ``fit_migration(index_ids, old_vectors, sample_ids, sample_new, metric=...)``: a ``Migration`` with a query-side
+  bridge (new queries -> old index) and a corpus-side one (old index -> new space), the mode chosen by
+  cross-validated MRR@10 over the whole index; ``queries=QuerySample(new, old, relevant)`` adds real queries.
+- ``certify_migration(...)``: a ``Certificate`` (Recall@1/@10, MRR@10, nDCG@10, top-10 overlap with bootstrap
+  intervals, threshold remapping, per-document confidence and the re-embedding curve).
+- ``apply_migration(migration, path, store, output)``: stream the old index into a new collection, resumable.
+- ``stores.open_store(path)``: FAISS, LanceDB, Chroma, Qdrant (local), Milvus Lite and embedding files behind one
+  protocol.
+
+The command line: ``latentstitch migrate plan|fit|certify|apply``.
+"""
+
+from latentstitch.migrate._apply import ApplyResult, apply_migration, work_folder
+from latentstitch.migrate._certify import certify_migration
+from latentstitch.migrate._confidence import confidence_curve, neighbourhood_agreement
+from latentstitch.migrate._fit import MigrationWarning, QuerySample, fit_migration, translation_routes
+from latentstitch.migrate._migration import MODES, Migration, metric_words
+from latentstitch.migrate._plan import STRATEGIES, MigrationPlan, budget_count, load_plan, plan_sample, save_plan
+from latentstitch.migrate._report import Certificate
+from latentstitch.migrate._retrieval import METRICS, Interval, bootstrap_mean, per_query, ranks, search
+from latentstitch.migrate.stores import KINDS, StoreError, VectorStore, create_writer, open_store
+
+__all__ = [
+    "KINDS",
+    "METRICS",
+    "MODES",
+    "STRATEGIES",
+    "ApplyResult",
+    "Certificate",
+    "Interval",
+    "Migration",
+    "MigrationPlan",
+    "MigrationWarning",
+    "QuerySample",
+    "StoreError",
+    "VectorStore",
+    "apply_migration",
+    "bootstrap_mean",
+    "budget_count",
+    "certify_migration",
+    "confidence_curve",
+    "create_writer",
+    "fit_migration",
+    "load_plan",
+    "metric_words",
+    "neighbourhood_agreement",
+    "open_store",
+    "per_query",
+    "plan_sample",
+    "ranks",
+    "save_plan",
+    "search",
+    "translation_routes",
+    "work_folder",
+]

@@ -1,0 +1,210 @@
+"""Fit the bridge of a migration in both modes and choose one by cross-validation with a retrieval objective over
+the whole index.
+
+- **query-side**: new-model queries are bridged into the old space and read the old index, untouched;
+- **corpus-side**: the old index's vectors are bridged into the new space (re-embedded items keep their true new
+  vectors) and new-model queries read that migrated index.
+
+Each mode's bridge is ``latentstitch.bridge.Bridge`` (its routes: the translation routes, chosen by its own
+cross-validation), fitted on the re-embedded documents and, when given, a sample of real queries embedded by both
+models (queries are another kind of text than documents). The objective: for each held-out fold, every held-out
+document (its new vector as the query) and every held-out labelled query must find its own document among all
+indexed ones (MRR@10), with the other folds' documents re-embedded as ``apply`` would leave them."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.base import clone
+
+from latentstitch._core.folds import kfold, training_rows
+from latentstitch._core.params import check_seed
+from latentstitch.bridge import ROUTES, Bridge, BridgeWarning
+from latentstitch.migrate._migration import MODES, Migration
+from latentstitch.migrate._retrieval import check_metric, per_query, positions, prepare, ranks, search
+
+#: The index rows the cross-validation searches at most (the sample's documents and random others).
+MAX_INDEX = 20_000
+
+
+class MigrationWarning(UserWarning):
+    """Something the user of a migration should know (the sample covers one corner of the corpus, ...)."""
+
+
+@dataclass
+class QuerySample:
+    """Real queries embedded by both models: ``new`` (m, p), ``old`` (m, q), and optionally ``relevant``: the id of
+    each query's relevant document in the index (then the query is scored; without it, only fitted on)."""
+
+    new: np.ndarray
+    old: np.ndarray
+    relevant: np.ndarray | None = None
+
+    def check(self, new_width: int, old_width: int) -> QuerySample:
+        new, old = np.asarray(self.new, np.float32), np.asarray(self.old, np.float32)
+        if new.ndim != 2 or new.shape[1] != new_width:
+            raise ValueError(f"queries_new: expected (queries, {new_width}) like the sample, got {new.shape}")
+        if old.ndim != 2 or old.shape[1] != old_width:
+            raise ValueError(f"queries_old: expected (queries, {old_width}) like the index, got {old.shape}")
+        if len(new) != len(old):
+            raise ValueError(f"queries_old: expected {len(new)} rows like queries_new, got {len(old)}")
+        relevant = None if self.relevant is None else np.asarray(self.relevant)
+        if relevant is not None and len(relevant) != len(new):
+            raise ValueError(f"queries_relevant: expected one id per query ({len(new)}), got {len(relevant)}")
+        return QuerySample(new, old, relevant)
+
+
+def translation_routes() -> list[str]:
+    """The bridge routes a vector index can read: every automatic route of the translation family."""
+    return [spec.name for spec in ROUTES.values() if spec.family == "translation" and spec.auto]
+
+
+def coverage_warning(old: np.ndarray, sample_rows: np.ndarray, metric: str, seed: int) -> str | None:
+    """Warn when the re-embedded sample misses whole regions of the old index: k-means (10 clusters) over the
+    index; the share of the corpus in clusters without a sampled item."""
+    from sklearn.cluster import MiniBatchKMeans
+
+    rng = np.random.default_rng(seed)
+    rows = rng.choice(len(old), size=min(len(old), 20_000), replace=False)
+    x = prepare(old[rows], metric).numpy()
+    clusters = min(10, len(rows) // 20)
+    if clusters < 2:
+        return None
+    model = MiniBatchKMeans(clusters, random_state=seed, n_init=1, batch_size=2048).fit(x)
+    sampled = set(model.predict(prepare(old[sample_rows], metric).numpy()).tolist())
+    missed = [c for c in range(clusters) if c not in sampled]
+    share = float(np.isin(model.labels_, missed).mean())
+    if share > 0.2:
+        return (
+            f"sample: the re-embedded items cover only {clusters - len(missed)} of {clusters} regions of the old "
+            f"index (k-means); {share:.0%} of the corpus lies in regions without one, where the bridge is "
+            "extrapolating: re-embed a sample chosen by `migrate plan` (random or k-means)"
+        )
+    return None
+
+
+def _pairs(mode: str, old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return (new, old) if mode == "query" else (old, new)
+
+
+def _bridge(mode, old, new, routes, seed, inner_folds) -> Bridge:
+    source, target = _pairs(mode, old, new)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BridgeWarning)
+        return Bridge(routes=list(routes), cv=inner_folds, seed=seed).fit(source, target)
+
+
+def _fold_score(mode, bridge, index_old, train_rows, train_new, query_new, relevant_rows, metric) -> np.ndarray:
+    """Per held-out query, the MRR@10 contribution of its own document among all indexed ones."""
+    if mode == "query":
+        found = search(np.asarray(bridge.transform(query_new), dtype=np.float32), index_old, 10, metric)
+    else:
+        migrated = np.asarray(bridge.transform(index_old), dtype=np.float32)
+        migrated[train_rows] = train_new
+        found = search(query_new, migrated, 10, metric)
+    return per_query(ranks(found, relevant_rows))["mrr@10"]
+
+
+def fit_migration(
+    index_ids: Sequence,
+    index_vectors: np.ndarray,
+    sample_ids: Sequence,
+    sample_new: np.ndarray,
+    *,
+    metric: str = "cosine",
+    queries: QuerySample | None = None,
+    holdout_ids: Sequence = (),
+    modes: Sequence[str] = MODES,
+    routes: Sequence[str] | None = None,
+    folds: int = 5,
+    inner_folds: int = 3,
+    seed: int = 0,
+) -> Migration:
+    """Fit both modes' bridges on the re-embedded sample (minus ``holdout_ids``, kept for ``certify``) and choose
+    the mode by ``folds``-fold cross-validation of MRR@10 over the whole index (see the module docstring)."""
+    check_metric(metric)
+    check_seed(seed)
+    for mode in modes:
+        if mode not in MODES:
+            raise ValueError(f"modes: expected some of {', '.join(MODES)}, got {mode!r}")
+    old = np.asarray(index_vectors, dtype=np.float32)
+    new = np.asarray(sample_new, dtype=np.float32)
+    ids = np.asarray(sample_ids)
+    if old.ndim != 2:
+        raise ValueError(f"index_vectors: expected (documents, features), got shape {old.shape}")
+    if new.ndim != 2 or len(new) != len(ids):
+        raise ValueError(f"sample_new: expected one new vector per sample id ({len(ids)}), got shape {new.shape}")
+    if len(np.unique(ids)) != len(ids):
+        raise ValueError(f"sample_ids: {len(ids) - len(np.unique(ids))} ids appear more than once")
+    keep = ~np.isin(ids.astype(str), np.asarray(holdout_ids).astype(str))
+    ids, new = ids[keep], new[keep]
+    rows = positions(np.asarray(index_ids), ids, "sample_ids")
+    if queries is not None:
+        queries = queries.check(new.shape[1], old.shape[1])
+    warning = coverage_warning(old, rows, metric, seed)
+    if warning:
+        warnings.warn(warning, MigrationWarning, stacklevel=2)
+    routes = list(routes) if routes is not None else translation_routes()
+    old_n, new_n = prepare(old, metric).numpy(), prepare(new, metric).numpy()
+    bridges = {}
+    for mode in modes:  # each mode's route is chosen once, by the bridge's own cross-validation on every pair
+        source_old, source_new = old_n[rows], new_n
+        if queries is not None:
+            source_old = np.concatenate([source_old, prepare(queries.old, metric).numpy()])
+            source_new = np.concatenate([source_new, prepare(queries.new, metric).numpy()])
+        bridges[mode] = _bridge(mode, source_old, source_new, routes, seed, inner_folds)
+    scores = _cross_validate(old_n, rows, new_n, queries, np.asarray(index_ids), bridges, metric, folds, seed)
+    chosen = max(modes, key=lambda m: float(np.mean(scores[m])))
+    return Migration(
+        mode=chosen,
+        metric=metric,
+        bridges=bridges,
+        cv_mrr={m: [float(v) for v in scores[m]] for m in modes},
+        n_sample=len(ids),
+        n_queries=0 if queries is None else len(queries.new),
+        old_dimension=old.shape[1],
+        new_dimension=new.shape[1],
+        notes=[warning] if warning else [],
+    )
+
+
+def _cross_validate(old, rows, new, queries, index_ids, bridges, metric, folds, seed):
+    """Per mode, the held-out MRR@10 of each fold: the mode's chosen route refitted on the other folds."""
+    rng = np.random.default_rng(seed)
+    if len(old) > MAX_INDEX:  # the sample's documents and random others
+        others = np.setdiff1d(np.arange(len(old)), rows)
+        subset = np.concatenate([rows, rng.choice(others, size=MAX_INDEX - len(rows), replace=False)])
+        old, rows, index_ids = old[subset], np.arange(len(rows)), index_ids[subset]
+    doc_parts = kfold(len(rows), folds, seed, name="folds", min_rows=2)
+    labelled = queries is not None and queries.relevant is not None
+    q_new = None if queries is None else prepare(queries.new, metric).numpy()
+    q_old = None if queries is None else prepare(queries.old, metric).numpy()
+    q_parts = np.array_split(rng.permutation(len(q_new)), folds) if queries is not None else None
+    q_rows = None
+    if labelled:
+        in_index = np.isin(queries.relevant.astype(str), index_ids.astype(str))
+        q_rows = np.full(len(q_new), -1)
+        q_rows[in_index] = positions(index_ids, queries.relevant[in_index], "queries_relevant")
+    scores: dict[str, list[float]] = {m: [] for m in bridges}
+    for fold in range(folds):
+        train, held = training_rows(doc_parts, fold), doc_parts[fold]
+        fit_old, fit_new = old[rows[train]], new[train]
+        query_new, relevant = new[held], rows[held]
+        if queries is not None:
+            q_train = training_rows(q_parts, fold)
+            fit_old = np.concatenate([fit_old, q_old[q_train]])
+            fit_new = np.concatenate([fit_new, q_new[q_train]])
+            if labelled:
+                q_held = q_parts[fold][q_rows[q_parts[fold]] >= 0]
+                query_new = np.concatenate([query_new, q_new[q_held]])
+                relevant = np.concatenate([relevant, q_rows[q_held]])
+        for mode, bridge in bridges.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                estimator = clone(bridge.estimator_).fit(*_pairs(mode, fit_old, fit_new))
+            values = _fold_score(mode, estimator, old, rows[train], new[train], query_new, relevant, metric)
+            scores[mode].append(float(values.mean()))
+    return scores

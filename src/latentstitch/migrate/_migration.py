@@ -1,0 +1,153 @@
+"""A fitted migration: the chosen mode, the metric, both modes' bridges, and the cross-validated scores. Saved as
+one JSON file (``migration.json``, what was chosen and why) with one bridge file per mode beside it
+(``NAME.query.safetensors``, ``NAME.corpus.safetensors``; ``Bridge.save``: safetensors, no pickle), each with its
+sha256 in the JSON so a changed bridge is refused on load."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from latentstitch._core.atomic import atomic_path, write_text
+from latentstitch.bridge import Bridge
+from latentstitch.migrate._retrieval import check_metric, prepare
+
+MODES = ("query", "corpus")
+FORMAT = "latentstitch-migration/1"
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass
+class Migration:
+    """``mode``: "query" (bridge new queries into the old space; the index is untouched) or "corpus" (bridge the
+    old index into the new space). ``metric``: the index's; with "cosine" the bridges read and write unit vectors,
+    with "ip" and "l2" raw vectors. ``cv_mrr``: per mode, the held-out MRR@10 of each fold."""
+
+    mode: str
+    metric: str
+    bridges: dict[str, Bridge]
+    cv_mrr: dict[str, list[float]]
+    n_sample: int
+    n_queries: int
+    old_dimension: int
+    new_dimension: int
+    notes: list[str] = field(default_factory=list)
+
+    def _run(self, mode: str, vectors: Any, device: str | None) -> Any:
+        if mode not in self.bridges:
+            raise ValueError(f"mode: this migration has no {mode}-side bridge (it has {', '.join(self.bridges)})")
+        tensor = prepare(vectors, self.metric)
+        if device is not None:
+            tensor = tensor.to(device)
+        out = torch.as_tensor(self.bridges[mode].transform(tensor)).to(torch.float32)
+        if self.metric == "cosine":
+            out = torch.nn.functional.normalize(out, dim=1)
+        return out
+
+    def transform_queries(self, new_queries: Any, device: str | None = None) -> np.ndarray:
+        """Query-side: new-model query vectors (n, p) -> old-space vectors (n, q), float32."""
+        self._check_width(new_queries, self.new_dimension, "new_queries")
+        return self._run("query", new_queries, device).cpu().numpy()
+
+    def transform_corpus(self, old_vectors: Any, device: str | None = None) -> np.ndarray:
+        """Corpus-side: old index vectors (n, q) -> new-space vectors (n, p), float32."""
+        self._check_width(old_vectors, self.old_dimension, "old_vectors")
+        return self._run("corpus", old_vectors, device).cpu().numpy()
+
+    @staticmethod
+    def _check_width(vectors: Any, width: int, name: str) -> None:
+        shape = tuple(getattr(vectors, "shape", ()))
+        if len(shape) != 2 or shape[1] != width:
+            raise ValueError(f"{name}: expected (rows, {width}) vectors, got shape {shape}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "metric": self.metric,
+            "metric_assumed": metric_words(self.metric),
+            "cv_mrr": self.cv_mrr,
+            "cv_mrr_mean": {m: float(np.mean(v)) for m, v in self.cv_mrr.items()},
+            "routes": {m: b.route_ for m, b in self.bridges.items()},
+            "n_sample": self.n_sample,
+            "n_queries": self.n_queries,
+            "old_dimension": self.old_dimension,
+            "new_dimension": self.new_dimension,
+            "notes": self.notes,
+        }
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write ``path`` (JSON) and one bridge file per mode beside it; returns the JSON path."""
+        target = Path(os.fspath(path))
+        files = {}
+        for mode, bridge in self.bridges.items():
+            bridge_path = target.with_name(f"{target.stem}.{mode}.safetensors")
+            with atomic_path(bridge_path, option="--output") as temporary:
+                bridge.save(temporary)
+            files[mode] = {"file": bridge_path.name, "sha256": file_sha256(bridge_path)}
+        payload = {"format": FORMAT, **self.to_dict(), "bridges": files}
+        write_text(target, json.dumps(payload, indent=2) + "\n", option="--output")
+        return target
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, name: str = "migration") -> Migration:
+        source = Path(os.fspath(path))
+        try:
+            payload = json.loads(source.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise ValueError(f"{name}: {str(source)!r} is not a migration JSON file ({error})") from None
+        if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+            raise ValueError(f"{name}: {str(source)!r} is not a migration written by `latentstitch migrate fit`")
+        try:
+            bridges = {}
+            for mode, entry in payload["bridges"].items():
+                bridge_path = source.with_name(entry["file"])
+                if not bridge_path.is_file() or file_sha256(bridge_path) != entry["sha256"]:
+                    raise ValueError(
+                        f"{name}: the {mode}-side bridge {str(bridge_path)!r} is missing or changed since the "
+                        "migration was written (sha256 differs)"
+                    )
+                bridges[mode] = Bridge.load(bridge_path)
+            return cls(
+                mode=payload["mode"],
+                metric=check_metric(payload["metric"], name),
+                bridges=bridges,
+                cv_mrr=payload["cv_mrr"],
+                n_sample=int(payload["n_sample"]),
+                n_queries=int(payload["n_queries"]),
+                old_dimension=int(payload["old_dimension"]),
+                new_dimension=int(payload["new_dimension"]),
+                notes=list(payload.get("notes", [])),
+            )
+        except (KeyError, TypeError) as error:
+            raise ValueError(f"{name}: {str(source)!r} lacks the field {error} of a migration file") from None
+
+    def bridge_sha256(self, path: str | os.PathLike) -> dict[str, str]:
+        """The sha256 of the migration file and of its bridge files (for apply's manifest)."""
+        source = Path(os.fspath(path))
+        payload = json.loads(source.read_text())
+        hashes = {"migration": file_sha256(source)}
+        hashes.update({mode: entry["sha256"] for mode, entry in payload["bridges"].items()})
+        return hashes
+
+
+def metric_words(metric: str) -> str:
+    """What the bridge assumes for an index of ``metric``."""
+    return {
+        "cosine": "cosine: the bridges read and write unit vectors (inputs normalised first)",
+        "ip": "inner product: the bridges read and write raw vectors (norms carry meaning and are kept)",
+        "l2": "Euclidean distance: the bridges read and write raw vectors",
+    }[metric]

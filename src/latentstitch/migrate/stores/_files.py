@@ -1,0 +1,75 @@
+"""Embedding files as a store: ``.npy``, ``.npz``, ``.safetensors``, ``.pt``, ``.parquet``, ``.csv`` and Hugging Face
+``save_to_disk`` folders, read by ``latentstitch.embeddings`` (ids from ``id_column``, else the row numbers). A file
+has no metric of its own: give it (``metric=``), else unit rows are read as cosine and others as inner product."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from latentstitch.embeddings import EmbeddingWriter, open_embeddings
+from latentstitch.migrate._retrieval import check_metric
+from latentstitch.migrate.stores._protocol import BATCH_ROWS, StoreWriter, VectorStore, check_ids, unit_norm
+
+
+class FileStore(VectorStore):
+    kind = "file"
+
+    def __init__(self, path: Path, option: str, *, metric: str | None = None, id_column: str | None = None, **_):
+        super().__init__(path, option)
+        self.file = open_embeddings(path, id_column=id_column, option=option)
+        self.count, self.dimension = self.file.n_rows, self.file.n_features
+        self.ids = self.file.ids if self.file.ids is not None else np.arange(self.count, dtype=np.int64)
+        check_ids(self.ids, self.error)
+        if metric is None:
+            first = next(self.file.chunks(min(self.count, 4096)))[1]
+            metric = "cosine" if unit_norm(first) else "ip"
+        self.metric = check_metric(metric, "metric")
+
+    def batches(self, rows: int = BATCH_ROWS):
+        for start, block in self.file.chunks(rows):
+            yield self.ids[start : start + len(block)], np.asarray(block, dtype=np.float32)
+
+    def describe(self) -> str:
+        return f"{self.file.describe()}, metric {self.metric}"
+
+    def writer_options(self) -> dict[str, Any]:
+        return {"suffix": self.path.suffix or ".parquet"}
+
+
+class FileWriter(StoreWriter):
+    """One embedding file. ``.npy`` is written in place through a memory map (``write_at``; an interrupted write is
+    resumed in the same file); other formats collect the batches (``add``) and are written by ``close``, ids beside
+    the vectors where the format has room."""
+
+    def __init__(self, path: Path, dimension: int, metric: str, collection: str, rows: int = 0, **options: Any):
+        super().__init__(path, dimension, metric, collection, **options)
+        self.rows = rows
+        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+        self.memmap = None
+        if path.suffix == ".npy":
+            mode = "r+" if path.exists() else "w+"
+            self.memmap = np.lib.format.open_memmap(path, mode=mode, dtype=np.float32, shape=(rows, dimension))
+
+    @property
+    def in_place(self) -> bool:
+        return self.memmap is not None
+
+    def write_at(self, start: int, vectors: np.ndarray) -> None:
+        self.memmap[start : start + len(vectors)] = vectors
+        self.memmap.flush()
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        self.parts.append((np.asarray(ids), np.asarray(vectors, dtype=np.float32)))
+
+    def close(self) -> None:
+        if self.memmap is not None:
+            self.memmap.flush()
+            self.memmap = None
+            return
+        ids = np.concatenate([p[0] for p in self.parts])
+        with EmbeddingWriter(self.path, len(ids), self.dimension, np.float32, ids=ids, option="--output") as writer:
+            for _, block in self.parts:
+                writer.write(block)

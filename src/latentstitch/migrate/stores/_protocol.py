@@ -1,0 +1,131 @@
+"""The one small protocol every vector store speaks: open it, read its ids and vectors in batches, its count,
+dimension and metric, search it when it has its own ANN, and write a *new* collection (never the old one).
+
+A store is opened by ``open_store(path, kind=None)``: ``kind`` is guessed from the path (``.index``/``.faiss``: FAISS;
+``.lance`` folder or a folder of them: LanceDB; a Chroma, Qdrant or Milvus Lite folder or file by its marker files;
+an embedding file: ``.npy``, ``.parquet``, ... or a Hugging Face folder). ``create_store(kind, path, ...)`` returns a
+``StoreWriter`` for the new collection."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: Rows per batch when a store is read.
+BATCH_ROWS = 8192
+
+
+class StoreError(ValueError):
+    """A store (or the option naming it) cannot be used; the message names both."""
+
+
+class VectorStore:
+    """An opened store: ``count``, ``dimension``, ``metric`` ("ip", "cosine" or "l2"), ``batches(rows)`` of
+    ``(ids, float32 vectors)``, ``read()`` of everything, ``search(queries, k)`` (positions of the store's own ANN
+    answers, or None when it has none) and ``fingerprint()`` (sha256 of its files)."""
+
+    kind = "store"
+    #: The store's own ANN search exists (the certificate then reads it).
+    has_search = False
+
+    def __init__(self, path: Path, option: str, collection: str | None = None):
+        self.path, self.option, self.collection = path, option, collection
+        self.count = 0
+        self.dimension = 0
+        self.metric = "cosine"
+
+    def error(self, message: str) -> StoreError:
+        return StoreError(f"{self.option}: {str(self.path)!r} {message}")
+
+    def batches(self, rows: int = BATCH_ROWS) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        raise NotImplementedError
+
+    def read(self) -> tuple[np.ndarray, np.ndarray]:
+        """All ids and vectors (float32), ids checked: present and each once."""
+        parts = list(self.batches())
+        if not parts:
+            raise self.error("holds no vectors")
+        ids = np.concatenate([p[0] for p in parts])
+        vectors = np.concatenate([p[1] for p in parts]).astype(np.float32, copy=False)
+        check_ids(ids, self.error)
+        return ids, vectors
+
+    def search(self, queries: np.ndarray, k: int) -> np.ndarray | None:
+        """Ids (n, k) of the store's own ANN answers, or None where the store has no search of its own."""
+        return None
+
+    def fingerprint(self) -> str:
+        return fingerprint(self.path)
+
+    def close(self) -> None:
+        """Release the store (database clients hold locks or servers)."""
+
+    def describe(self) -> str:
+        named = f" collection {self.collection!r}" if self.collection else ""
+        return f"{self.kind}{named}: {self.count} x {self.dimension}, metric {self.metric}"
+
+    def writer_options(self) -> dict[str, Any]:
+        """What a new collection of the same kind copies from this one (index type, parameters)."""
+        return {}
+
+
+class StoreWriter:
+    """A new collection being written: ``add(ids, vectors)`` in batches, then ``close()`` makes it whole. The
+    writer writes at ``path`` only (a path that does not exist yet)."""
+
+    def __init__(self, path: Path, dimension: int, metric: str, collection: str, **options: Any):
+        self.path, self.dimension, self.metric, self.collection = path, dimension, metric, collection
+        self.options = options
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+def check_ids(ids: np.ndarray, error: Callable[[str], Exception]) -> None:
+    """Ids are present (no None / empty string / NaN) and each appears once."""
+    ids = np.asarray(ids)
+    if ids.dtype.kind == "f":
+        raise error("holds floating-point ids; ids must be integers or strings")
+    if ids.dtype.kind in "OUS":
+        empty = np.array([v is None or str(v) == "" for v in ids.tolist()])
+        if empty.any():
+            raise error(f"has {int(empty.sum())} missing ids (first at row {int(np.flatnonzero(empty)[0])})")
+    unique, counts = np.unique(ids.astype(str) if ids.dtype.kind == "O" else ids, return_counts=True)
+    if len(unique) != len(ids):
+        repeated = unique[counts > 1]
+        shown = ", ".join(map(str, repeated[:5]))
+        raise error(f"has {len(ids) - len(unique)} duplicated ids (e.g. {shown}); each id must appear once")
+
+
+def fingerprint(path: Path) -> str:
+    """sha256 over a file, or over a folder's files (relative names and contents, in sorted order)."""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        if path.is_dir():
+            digest.update(str(file.relative_to(path)).encode() + b"\0")
+        with open(file, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 22), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def unit_norm(vectors: np.ndarray, tolerance: float = 1e-3) -> bool:
+    """Whether every row has norm 1 (an inner-product index of unit vectors is a cosine index)."""
+    norms = np.linalg.norm(np.asarray(vectors[:4096], dtype=np.float64), axis=1)
+    return bool(len(norms)) and bool(np.all(np.abs(norms - 1) < tolerance))
+
+
+def as_path(path: str | os.PathLike, option: str) -> Path:
+    target = Path(os.fspath(path))
+    if not target.exists():
+        raise StoreError(f"{option}: no such file or folder: {str(target)!r}")
+    return target

@@ -1,0 +1,89 @@
+"""Qdrant collections in local mode (``qdrant-client``, ``QdrantClient(path=...)``): the folder (``--collection``
+names the collection; the only one by default). Ids are Qdrant's (unsigned integers or UUIDs); the metric is the
+collection's distance (Cosine, Dot, Euclid; Manhattan is refused). Qdrant stores a cosine collection's vectors
+normalised."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from latentstitch._core.extras import require
+from latentstitch.migrate.stores._lancedb import _only
+from latentstitch.migrate.stores._protocol import BATCH_ROWS, StoreWriter, VectorStore
+
+DISTANCES = {"Cosine": "cosine", "Dot": "ip", "Euclid": "l2"}
+
+
+def qdrant():
+    return require("qdrant_client", "qdrant", package="qdrant-client")
+
+
+class QdrantStore(VectorStore):
+    kind = "qdrant"
+    has_search = True
+
+    def __init__(self, path: Path, option: str, *, collection=None, metric=None, **_):
+        super().__init__(path, option, collection)
+        try:
+            self.client = qdrant().QdrantClient(path=str(path))
+        except RuntimeError as error:  # another process holds the folder's lock
+            raise self.error(f"cannot be opened by Qdrant ({error})") from None
+        names = [c.name for c in self.client.get_collections().collections]
+        self.collection = _only(names, collection, self.error)
+        params = self.client.get_collection(self.collection).config.params.vectors
+        if isinstance(params, dict):
+            raise self.error(f"collection {self.collection!r} has named vectors; one unnamed vector is expected")
+        distance = getattr(params.distance, "value", str(params.distance))
+        if distance not in DISTANCES:
+            raise self.error(f"collection {self.collection!r} uses the {distance} distance, not cosine / dot / euclid")
+        self.metric, self.dimension = DISTANCES[distance], int(params.size)
+        self.count = int(self.client.count(self.collection, exact=True).count)
+        if metric is not None and metric != self.metric:
+            raise self.error(f"collection {self.collection!r} is a {self.metric} collection, not {metric}")
+
+    def batches(self, rows: int = BATCH_ROWS):
+        offset = None
+        while True:
+            points, offset = self.client.scroll(self.collection, limit=rows, offset=offset, with_vectors=True)
+            if points:
+                yield np.asarray([p.id for p in points]), np.asarray([p.vector for p in points], dtype=np.float32)
+            if offset is None:
+                return
+
+    def search(self, queries: np.ndarray, k: int) -> np.ndarray:
+        return np.asarray(
+            [
+                [p.id for p in self.client.query_points(self.collection, query=q.tolist(), limit=k).points]
+                for q in np.asarray(queries, np.float32)
+            ]
+        )
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class QdrantWriter(StoreWriter):
+    """A new Qdrant local folder holding one collection of the source's distance."""
+
+    def __init__(self, path: Path, dimension: int, metric: str, collection: str, **options: Any):
+        super().__init__(path, dimension, metric, collection, **options)
+        lib = qdrant()
+        self.models = require("qdrant_client.models", "qdrant", package="qdrant-client")
+        self.client = lib.QdrantClient(path=str(path))
+        distance = {v: k for k, v in DISTANCES.items()}[metric]
+        self.client.create_collection(
+            collection,
+            vectors_config=self.models.VectorParams(
+                size=dimension, distance=getattr(self.models.Distance, distance.upper())
+            ),
+        )
+
+    def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        ids = np.asarray(ids).tolist()
+        self.client.upsert(self.collection, points=self.models.Batch(ids=ids, vectors=np.asarray(vectors).tolist()))
+
+    def close(self) -> None:
+        self.client.close()

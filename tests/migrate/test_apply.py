@@ -1,0 +1,149 @@
+"""apply: the new collection holds exactly the bridged vectors (re-embedded items their true ones), float32; an
+interrupted run resumes to the identical result; a full disk leaves the old index untouched and the partial output
+named as partial; the old index is never written."""
+
+from __future__ import annotations
+
+import copy
+import errno
+import importlib.util
+
+import numpy as np
+import pytest
+
+from latentstitch.migrate import apply_migration, open_store, work_folder
+from latentstitch.migrate._retrieval import prepare
+from latentstitch.migrate.stores import fingerprint
+
+
+@pytest.fixture
+def saved(fitted, tmp_path):
+    plan, migration = fitted
+    migration = copy.copy(migration)  # the session's migration stays as fitted
+    migration.mode = "corpus"  # apply migrates the index: the corpus-side bridge
+    return plan, migration, migration.save(tmp_path / "migration.json")
+
+
+def expected(migration, corpus, plan):
+    out = migration.transform_corpus(corpus.old)
+    rows = np.searchsorted(corpus.ids, plan.ids)
+    out[rows] = prepare(corpus.new_of(plan.ids), "cosine").numpy()
+    return out
+
+
+def test_apply_npy_writes_the_bridged_index_and_a_manifest(saved, corpus, tmp_path):
+    _, migration, path = saved
+    np.save(tmp_path / "old.npy", corpus.old)
+    before = fingerprint(tmp_path / "old.npy")
+    store = open_store(tmp_path / "old.npy")
+    result = apply_migration(migration, path, store, tmp_path / "new.npy", chunk_rows=128)
+    written = np.load(tmp_path / "new.npy")
+    assert written.dtype == np.float32
+    np.testing.assert_allclose(written, migration.transform_corpus(corpus.old), atol=1e-6)
+    assert fingerprint(tmp_path / "old.npy") == before
+    import json
+
+    manifest = json.loads(result.manifest.read_text())
+    assert manifest["hashes"]["source"] == before and manifest["status"] == "complete"
+    assert set(manifest["hashes"]["bridge"]) == {"migration", "query", "corpus"}
+    assert not work_folder(tmp_path / "new.npy").exists()
+    with pytest.raises(FileExistsError, match="--output: .* exists"):
+        apply_migration(migration, path, store, tmp_path / "new.npy")
+
+
+class Interrupting:
+    """A store that stops after ``after`` batches, as Ctrl-C would."""
+
+    def __init__(self, store, after):
+        self.store, self.after = store, after
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    def batches(self, rows):
+        for number, batch in enumerate(self.store.batches(rows)):
+            if number == self.after:
+                raise KeyboardInterrupt
+            yield batch
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "npy",
+        pytest.param(
+            "faiss",
+            marks=pytest.mark.skipif(importlib.util.find_spec("faiss") is None, reason="faiss-cpu is not installed"),
+        ),
+    ],
+)
+def test_an_interrupted_apply_resumes_to_the_identical_result(saved, corpus, tmp_path, kind):
+    plan, migration, path = saved
+    if kind == "npy":
+        np.save(tmp_path / "old.npy", corpus.old)
+        source, name = tmp_path / "old.npy", "new.npy"
+    else:
+        import faiss
+
+        index = faiss.IndexIDMap2(faiss.IndexFlatIP(corpus.old.shape[1]))
+        index.add_with_ids(corpus.old, corpus.ids)
+        faiss.write_index(index, str(tmp_path / "old.index"))
+        source, name = tmp_path / "old.index", "new.index"
+    rows = np.searchsorted(corpus.ids, plan.ids)  # a .npy has no ids: its row numbers are its ids
+    sample = {"sample_ids": rows if kind == "npy" else plan.ids, "sample_new": corpus.new_of(plan.ids)}
+    whole = apply_migration(migration, path, open_store(source), tmp_path / ("whole-" + name), chunk_rows=100, **sample)
+    with pytest.raises(KeyboardInterrupt):
+        apply_migration(migration, path, Interrupting(open_store(source), 3), tmp_path / name, chunk_rows=100, **sample)
+    assert work_folder(tmp_path / name).name.startswith(".new.") and "partial" in work_folder(tmp_path / name).name
+    assert not (tmp_path / name).exists()
+    resumed = apply_migration(migration, path, open_store(source), tmp_path / name, chunk_rows=100, **sample)
+    assert resumed.resumed_chunks == 3
+    one, two = open_store(whole.output).read(), open_store(resumed.output).read()
+    np.testing.assert_array_equal(one[0], two[0])
+    np.testing.assert_array_equal(one[1], two[1])
+    order = one[0] if kind == "npy" else np.searchsorted(corpus.ids, one[0])
+    np.testing.assert_allclose(one[1], expected(migration, corpus, plan)[order], atol=1e-6)
+
+
+def test_a_full_disk_keeps_the_old_index_and_names_the_partial_output(saved, corpus, tmp_path, monkeypatch):
+    _, migration, path = saved
+    import faiss
+
+    index = faiss.IndexFlatIP(corpus.old.shape[1])
+    index.add(corpus.old)
+    faiss.write_index(index, str(tmp_path / "old.index"))
+    before = fingerprint(tmp_path / "old.index")
+    saves = {"count": 0}
+    real_save = np.save
+
+    def save(file, array, **options):  # the disk fills up at the fifth chunk file
+        saves["count"] += 1
+        if saves["count"] > 4:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(file, array, **options)
+
+    monkeypatch.setattr(np, "save", save)
+    with pytest.raises(OSError, match=r"--output: the disk is full after 2 of 6 chunks; the old index is untouched"):
+        apply_migration(migration, path, open_store(tmp_path / "old.index"), tmp_path / "new.index", chunk_rows=100)
+    assert fingerprint(tmp_path / "old.index") == before
+    assert not (tmp_path / "new.index").exists() and work_folder(tmp_path / "new.index").is_dir()
+    monkeypatch.setattr(np, "save", real_save)
+    result = apply_migration(
+        migration, path, open_store(tmp_path / "old.index"), tmp_path / "new.index", chunk_rows=100
+    )
+    assert result.resumed_chunks == 2
+
+
+def test_apply_refuses_a_query_side_migration_and_a_changed_index(saved, corpus, tmp_path):
+    _, migration, path = saved
+    np.save(tmp_path / "old.npy", corpus.old)
+    with pytest.raises(KeyboardInterrupt):
+        apply_migration(
+            migration, path, Interrupting(open_store(tmp_path / "old.npy"), 1), tmp_path / "new.npy", chunk_rows=100
+        )
+    np.save(tmp_path / "old.npy", corpus.old[::-1].copy())
+    with pytest.raises(ValueError, match="--output: the partial apply .* was made with another hashes"):
+        apply_migration(migration, path, open_store(tmp_path / "old.npy"), tmp_path / "new.npy", chunk_rows=100)
+    migration.mode = "query"
+    with pytest.raises(ValueError, match="migration: the chosen mode is query-side"):
+        apply_migration(migration, path, open_store(tmp_path / "old.npy"), tmp_path / "other.npy")
