@@ -102,6 +102,10 @@ def test_beyond_the_sample_mean_and_variance_stay_exact_and_the_skewness_is_clos
                 assert math.isclose(test.mean, expected.mean, rel_tol=1e-9)
                 assert math.isclose(test.std, expected.std, rel_tol=1e-9)
                 assert abs(test.skewness - expected.skewness) < 0.1 * abs(expected.skewness) + 0.05
+    normal = layer_moments(model_a, model_b, batches, layers_a=LAYERS_A, layers_b=LAYERS_B, sample_rows=0)
+    test, expected = layer_tests(normal, values)[0][0], reference[0][0]
+    assert math.isnan(test.skewness) and test.rows == 0 and math.isclose(test.std, expected.std, rel_tol=1e-9)
+    assert test.p_value == pytest.approx(0.5 * math.erfc(test.z / math.sqrt(2)), rel=1e-9, abs=1e-300)
 
 
 def test_unrelated_models_on_independent_inputs_star_few_cells():

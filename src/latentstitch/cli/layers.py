@@ -197,7 +197,13 @@ def _significance_notes(result) -> list[str]:
         return [f"no significance per cell ({why}): unrelated layers do not score 0 (CKA grows with width / inputs)"]
     significant = result.significant("linear_cka")
     defined = int(np.isfinite(result.p_corrected["linear_cka"]).sum())
-    skew = "exact" if result.skewness_rows >= result.samples else f"estimated from {result.skewness_rows} sampled rows"
+    skew = (
+        "exact"
+        if result.skewness_rows >= result.samples
+        else f"estimated from {result.skewness_rows} sampled rows"
+        if result.skewness_rows
+        else "unknown: normal tail"
+    )
     return [
         f"linear_cka: {int(significant.sum())} of {defined} layer pairs significant (*: permutation p < 0.05, "
         f"Holm-corrected over all pairs; closed-form null, exact mean and variance, skewness {skew})"

@@ -13,7 +13,7 @@ needs and where it comes from:
   streamable in O(d^2); from the shared uniform sample of rows (``LayerMoments.sample_rows``, 1,024 by default):
   ``(n / m) sum_sample a_i^3`` and ``n (n - 1) / (m (m - 1))`` times the sums over distinct sampled pairs (unbiased);
   exact when the sample holds every row (n <= sample_rows). They enter the third moment only: the skewness of the
-  Pearson type III tail.
+  Pearson type III tail (without a sample, ``sample_rows=0``: unknown, a normal tail).
 
 The moments and the p-value are ``closed_form_from_invariants``: the same code as ``permutation_test(...,
 method="moments")``, which gives the same p-values on the collected activations (tested).
@@ -43,14 +43,8 @@ def layer_invariants(moments: LayerMoments, side: str, index: int) -> tuple[Gram
     cube = float(torch.trace(cov @ cov @ cov))
     fourth, third = (float(t) if t.ndim == 0 else t for t in moments.higher(side, index))
     diag2 = fourth - 2 * k * total + n * k * k
-    columns = moments.column_slices(side)[index]
-    z = moments.sample[side][:, columns].to(torch.float64) - layer.mean_a.to(moments.sample[side].device)
-    m = z.shape[0]
-    a = (z * z).sum(dim=1) - k
-    gram = z @ z.T + c / n
-    off = ~torch.eye(m, dtype=torch.bool, device=z.device)
-    pairs = n * (n - 1) / (m * (m - 1)) if m > 1 else 0.0
-    diag3 = float((a**3).sum()) * n / m
+    skew = _sampled_sums(moments, side, index, layer.mean_a, c, k) if moments.sample_keys is not None else None
+    diag3, cubes, squares = skew if skew is not None else (math.nan,) * 3
     invariants = GramInvariants(
         n=n,
         trace=0.0,
@@ -58,17 +52,40 @@ def layer_invariants(moments: LayerMoments, side: str, index: int) -> tuple[Gram
         diag2=diag2,
         trace3=cube - 3 * c * norm2 + 3 * c**2 * total - c**3 * (n - 1),
         diag3=diag3,
-        cubes=diag3 + pairs * float((gram**3)[off].sum()),
+        cubes=diag3 + cubes,
         diag_form=float(third @ third) - c * diag2,
-        diag_square=diag3 + pairs * float((a[:, None] * gram**2)[off].sum()),
+        diag_square=diag3 + squares,
     )
     return invariants, norm2, total
+
+
+def _sampled_sums(
+    moments: LayerMoments, side: str, index: int, mean: torch.Tensor, c: float, k: float
+) -> tuple[float, float, float] | None:
+    """``sum a_i^3``, ``sum_{i != j} A_ij^3``, ``sum_{i != j} a_i A_ij^2`` from the sampled rows (scaled to all rows:
+    unbiased; exact when every row is in the sample); None with fewer than 2 sampled rows."""
+    n = moments.count
+    columns = moments.column_slices(side)[index]
+    z = moments.sample[side][:, columns].to(torch.float64) - mean.to(moments.sample[side].device)
+    m = z.shape[0]
+    if m < 2:
+        return None
+    a = (z * z).sum(dim=1) - k
+    gram = z @ z.T + c / n  # the off-diagonal entries of A = Zc Zc^T - c H
+    off = ~torch.eye(m, dtype=torch.bool, device=z.device)
+    pairs = n * (n - 1) / (m * (m - 1))
+    return (
+        float((a**3).sum()) * n / m,
+        pairs * float((gram**3)[off].sum()),
+        pairs * float((a[:, None] * gram**2)[off].sum()),
+    )
 
 
 def layer_tests(moments: LayerMoments, values: np.ndarray) -> list[list[ClosedForm | None]]:
     """The closed-form test of every cell of ``values`` (linear CKA per layer pair; None where the value is NaN)."""
     n = moments.count
-    exact, rows = moments.sample_keys.shape[0] == n, moments.sample_keys.shape[0]
+    rows = 0 if moments.sample_keys is None else moments.sample_keys.shape[0]
+    exact = rows == n
     with torch.no_grad():
         sides = {s: [layer_invariants(moments, s, k) for k in range(len(moments.names[s]))] for s in "ab"}
     tests: list[list[ClosedForm | None]] = []

@@ -141,7 +141,7 @@ def layer_similarity_from_moments(
                 undefined.setdefault(name, []).append(f"{layers[0]} ~ {layers[1]}: {why}")
             warned.setdefault(name, []).extend(caught)
     p_values, p_corrected = {}, {}
-    if "linear_cka" in names and moments.fourth is not None and moments.sample_keys is not None:
+    if "linear_cka" in names and moments.fourth is not None:
         p_values["linear_cka"], p_corrected["linear_cka"] = layer_p_values(moments, values["linear_cka"])
     total = shape[0] * shape[1]
     for name, cells in undefined.items():
