@@ -58,7 +58,13 @@ def test_two_model_folders_over_a_text_file(tmp_path, capsys):
     np.testing.assert_allclose(np.diag(cka), 1.0, atol=1e-6)  # the same model twice: each layer matches itself
     for name in ("layers_linear_cka.png", "layers_procrustes_distance.png"):
         assert (out / name).read_bytes()[:4] == b"\x89PNG"
-    assert "most alike" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "most alike" in printed
+    # the same model twice: every layer is significantly alike itself (closed-form p, Holm over the 9 pairs)
+    corrected = np.array(result["p_corrected"]["linear_cka"])
+    assert np.all(np.diag(corrected) < 0.05)
+    count = int((corrected < 0.05).sum())
+    assert f"linear_cka: {count} of 9 layer pairs significant" in printed and "skewness exact" in printed
 
     from latentstitch.report import write_report
 

@@ -16,7 +16,8 @@ SVCCA, PWCCA, Procrustes, angular, GULP, ENSD). By default the layers are the em
 default the 38k BBC News sentences (text) or scikit-learn's digits (images), a seeded random --max-items of them.
 
 Writes layers.json (the matrices and layer names; shown by ``latentstitch report``) and one heatmap PNG per measure
-to --out. Significance stars per cell are not drawn yet (a closed-form permutation test per cell is a follow-up).
+to --out. On the linear CKA heatmap a star marks a layer pair whose closed-form permutation p-value, Holm-corrected
+over every pair, is below 0.05 (not with --pooling tokens: tokens of one input are not exchangeable).
 """
 
 from __future__ import annotations
@@ -147,6 +148,7 @@ def run(args: argparse.Namespace, modality: str, data: Path | None, out: Path, l
             labels=result.layers_a,
             column_labels=result.layers_b,
             measure=measure,
+            marks=result.significant(measure) if measure in result.p_corrected else None,
             title=f"{measure}: {names['a']} vs {names['b']} ({result.samples} {rows_are})",
             axis_labels=(f"{names['a']} layer", f"{names['b']} layer"),
         )
@@ -165,7 +167,7 @@ def run(args: argparse.Namespace, modality: str, data: Path | None, out: Path, l
     notes = [
         f"{result.samples} {rows_are} ({described}), pooling {args.pooling}; layers of {names['a']}: "
         f"{len(result.layers_a)}, of {names['b']}: {len(result.layers_b)}; {seconds:.1f} s",
-        "no significance per cell yet: values of unrelated layers are not 0 (linear CKA grows with width / inputs)",
+        *_significance_notes(result),
         *[f"{measure}: {cell}" for measure, cells in result.undefined.items() for cell in cells],
     ]
     print_tables(tables, notes)
@@ -185,6 +187,27 @@ def run(args: argparse.Namespace, modality: str, data: Path | None, out: Path, l
     for written in [path, *(out / f for f in figures.values())]:
         print(f"written: {written}")
     return 0
+
+
+def _significance_notes(result) -> list[str]:
+    import numpy as np
+
+    if "linear_cka" not in result.p_corrected:
+        why = "tokens of one input are not exchangeable" if result.pooling == "tokens" else "no linear_cka measured"
+        return [f"no significance per cell ({why}): unrelated layers do not score 0 (CKA grows with width / inputs)"]
+    significant = result.significant("linear_cka")
+    defined = int(np.isfinite(result.p_corrected["linear_cka"]).sum())
+    skew = (
+        "exact"
+        if result.skewness_rows >= result.samples
+        else f"estimated from {result.skewness_rows} sampled rows"
+        if result.skewness_rows
+        else "unknown: normal tail"
+    )
+    return [
+        f"linear_cka: {int(significant.sum())} of {defined} layer pairs significant (*: permutation p < 0.05, "
+        f"Holm-corrected over all pairs; closed-form null, exact mean and variance, skewness {skew})"
+    ]
 
 
 class _Batches:

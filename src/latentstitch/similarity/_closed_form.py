@@ -305,7 +305,25 @@ def closed_form_test(
         count = sample_size(x.shape[0], max(x.shape[1], y.shape[1]))
         rng = np.random.default_rng(seed)
         rows_x, rows_y = (None if count is None else sampled_rows(op, count, rng) for op in (op_x, op_y))
-        moments = mantel_moments(gram_invariants(op_x, rows_x), gram_invariants(op_y, rows_y))
+        invariants = gram_invariants(op_x, rows_x), gram_invariants(op_y, rows_y)
+    exact, rows = count is None, x.shape[0] if count is None else count
+    return closed_form_from_invariants(value, *invariants, denominator, offset, exact=exact, rows=rows)
+
+
+def closed_form_from_invariants(
+    value: float,
+    x: GramInvariants,
+    y: GramInvariants,
+    denominator: float,
+    offset: float,
+    *,
+    exact: bool,
+    rows: int,
+) -> ClosedForm:
+    """The test of a value ``(T + offset) / denominator`` with T the Mantel statistic of the trace-zero matrices
+    whose invariants are ``x``, ``y`` (as ``closed_form_test`` computes them from data; ``layer_similarity`` from
+    streamed sums): the exact mean and variance, the Pearson type III p-value."""
+    moments = mantel_moments(x, y)
     mean = offset / denominator
     std = math.sqrt(max(moments.variance, 0.0)) / denominator
     difference = value - mean
@@ -318,6 +336,6 @@ def closed_form_test(
         skewness=skewness,
         z=z,
         p_value=pearson3_p_value(z, skewness),
-        exact=count is None,
-        rows=x.shape[0] if count is None else count,
+        exact=exact,
+        rows=rows,
     )

@@ -39,7 +39,9 @@ def layer_moments_on_cluster(
     with client_scope(client, workers) as active:
         # Wrapped, the modules travel by pickle: dask's own torch serialiser rebuilds them without their hook tables.
         (models,) = active.scatter([_Models(model_a, model_b)], broadcast=True)
-        tasks = [(models, partition, options) for partition in partitions]
+        # Each partition draws its own sample keys (the merged sample is then uniform over all rows).
+        seed = options.pop("seed", 0)
+        tasks = [(models, partition, {**options, "seed": seed + k}) for k, partition in enumerate(partitions)]
         parts = map_tasks(_partition, tasks, client=active, progress=progress, description="layer moments")
     return functools.reduce(LayerMoments.merge, parts)
 

@@ -29,7 +29,8 @@ from latentstitch.similarity._cca import cca_from_moments, pwcca_from_moments, s
 from latentstitch.similarity._cka_statistics import CKAStatistics, cka_ratio
 from latentstitch.similarity._gulp import gulp_from_moments
 from latentstitch.similarity._inference import Result
-from latentstitch.similarity._layer_moments import LayerMoments
+from latentstitch.similarity._layer_moments import SAMPLE_ROWS, LayerMoments
+from latentstitch.similarity._layer_significance import layer_p_values
 from latentstitch.similarity._procrustes import angular_from_moments, procrustes_from_moments
 from latentstitch.similarity._registry import ZeroVarianceError, get_measure
 from latentstitch.similarity._regression import r2_from_moments
@@ -70,6 +71,12 @@ class LayerSimilarity(Result):
     each layer's number of features after pooling. ``undefined``: per measure, the cells left NaN and why (a layer
     with no variance over the data, e.g. a constant position embedding; a fitted measure, R^2 or the CCA family, with
     no more rows than features + 1, where it matches anything).
+
+    ``p_values[measure]``: per cell, the closed-form permutation p-value (linear CKA: the exact null mean and
+    variance and a Pearson type III tail, ``permutation_test(..., method="moments")``); ``p_corrected[measure]``:
+    Holm-corrected over every defined cell (the family-wise error of "some layer pair is related");
+    ``skewness_rows``: the rows the null's skewness was computed from (``samples``: exact; fewer: estimated from
+    a uniform sample). Empty with ``pooling="tokens"`` (tokens of one input are not exchangeable).
     """
 
     layers_a: list[str]
@@ -80,6 +87,16 @@ class LayerSimilarity(Result):
     widths_a: list[int]
     widths_b: list[int]
     undefined: dict[str, list[str]] = field(default_factory=dict)
+    p_values: dict[str, np.ndarray] = field(default_factory=dict)
+    p_corrected: dict[str, np.ndarray] = field(default_factory=dict)
+    skewness_rows: int = 0
+
+    def significant(self, measure: str = "linear_cka", alpha: float = 0.05) -> np.ndarray:
+        """The cells whose Holm-corrected p-value is below ``alpha`` (boolean matrix: ``heatmap(..., marks=)``)."""
+        if measure not in self.p_corrected:
+            raise ValueError(f"measure: no p-values for {measure!r}; they are computed for {list(self.p_corrected)}")
+        with np.errstate(invalid="ignore"):
+            return self.p_corrected[measure] < alpha
 
     def best(self, measure: str) -> tuple[str, str, float]:
         """The most alike pair under ``measure`` (largest similarity or smallest distance)."""
@@ -123,6 +140,9 @@ def layer_similarity_from_moments(
             if why:
                 undefined.setdefault(name, []).append(f"{layers[0]} ~ {layers[1]}: {why}")
             warned.setdefault(name, []).extend(caught)
+    p_values, p_corrected = {}, {}
+    if "linear_cka" in names and moments.fourth is not None:
+        p_values["linear_cka"], p_corrected["linear_cka"] = layer_p_values(moments, values["linear_cka"])
     total = shape[0] * shape[1]
     for name, cells in undefined.items():
         warnings.warn(f"{name}: {len(cells)} of {total} layer pairs left NaN, e.g. {cells[0]}", RuntimeWarning, 3)
@@ -140,6 +160,9 @@ def layer_similarity_from_moments(
         widths_a=list(moments.widths["a"]),
         widths_b=list(moments.widths["b"]),
         undefined=undefined,
+        p_values=p_values,
+        p_corrected=p_corrected,
+        skewness_rows=0 if moments.sample_keys is None else int(moments.sample_keys.shape[0]),
     )
 
 
@@ -181,6 +204,8 @@ def layer_similarity(
     separate_inputs: bool = False,
     precision: str = "float64",
     progress: bool = False,
+    sample_rows: int = SAMPLE_ROWS,
+    seed: int = 0,
 ) -> LayerSimilarity:
     """Every measure between every named layer of ``model_a`` and every named layer of ``model_b``, in one pass.
 
@@ -206,11 +231,14 @@ def layer_similarity(
         ``"input"``: in float32 (2-3x faster on a CPU), summed in float64: relative error ~1e-6, enough for CKA and
         Procrustes; the CCA family's rank decision on rank-deficient layers wants float64.
     progress : a progress bar over the batches (with an ETA when ``data`` has a length).
+    sample_rows, seed : the uniform sample of rows (seeded) from which the skewness of linear CKA's closed-form
+        permutation null is estimated beyond ``sample_rows`` rows (exact up to it); 0: normal tail.
 
     Returns
     -------
-    ``LayerSimilarity``: the matrix per measure, the layer names, the number of rows. ``heatmap(result.values[m],
-    path, labels=result.layers_a, column_labels=result.layers_b, measure=m)`` draws one.
+    ``LayerSimilarity``: the matrix per measure, the layer names, the number of rows, linear CKA's p-values.
+    ``heatmap(result.values[m], path, labels=result.layers_a, column_labels=result.layers_b, measure=m,
+    marks=result.significant())`` draws one with the Holm-significant cells starred.
     """
     names = check_measures(measures)
     moments = layer_moments(
@@ -223,8 +251,12 @@ def layer_similarity(
         separate_inputs=separate_inputs,
         precision=precision,
         progress=progress,
+        sample_rows=sample_rows,
+        seed=seed,
     )
     result = layer_similarity_from_moments(moments, names)
+    if pooling == "tokens":  # tokens of one input are dependent: a permutation of tokens is no null
+        result = dataclasses.replace(result, p_values={}, p_corrected={}, skewness_rows=0)
     return dataclasses.replace(result, pooling=pooling)
 
 
@@ -239,6 +271,8 @@ def layer_moments(
     separate_inputs: bool = False,
     precision: str = "float64",
     progress: bool = False,
+    sample_rows: int = SAMPLE_ROWS,
+    seed: int = 0,
 ) -> LayerMoments:
     """The one pass of ``layer_similarity`` (same arguments), returning its ``LayerMoments``: run it on each
     partition of the data (each machine) and ``merge`` the results, then ``layer_similarity_from_moments``."""
@@ -246,7 +280,7 @@ def layer_moments(
     separate_inputs = check_bool(separate_inputs, "separate_inputs")
     models = {"a": model_a, "b": model_b}
     layers = {side: _layers(models[side], given, side) for side, given in (("a", layers_a), ("b", layers_b))}
-    moments = LayerMoments(precision=precision)
+    moments = LayerMoments(precision=precision, sample_rows=sample_rows, seed=seed)
     total = len(data) if hasattr(data, "__len__") else None
     with progress_bar(progress) as bar, torch.no_grad(), eval_mode(model_a, model_b):
         task = None if bar is None else bar.add_task("layer pairs", total=total)
