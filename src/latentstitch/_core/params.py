@@ -3,9 +3,9 @@ enters, naming it and saying what was expected.
 
 Integers (``check_int``, ``check_positive_int``), real numbers in a range (``check_number``, ``check_positive``,
 ``check_nonnegative``, ``check_probability``), seeds (``check_seed``), choices (``check_choice``), flags
-(``check_bool``), keyword arguments (``check_kwargs``), saved states (``check_state``), devices (``check_device``), torch dtypes
-(``check_float_dtype``) and output paths (``check_output_path``). Files are read by the validated readers of
-``latentstitch._core.persist`` (``read_safetensors``, ``read_json``).
+(``check_bool``), keyword arguments (``check_kwargs``), saved states (``check_state``), devices (``check_device``),
+torch dtypes (``check_float_dtype``) and output paths (``check_output_path``). Files are read by the validated
+readers of ``latentstitch._core.persist`` (``read_safetensors``, ``read_json``).
 """
 
 from __future__ import annotations

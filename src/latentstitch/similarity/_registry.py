@@ -177,10 +177,10 @@ def prepare_pair(
     """Validate a pair of representations of the same samples; ``y`` follows ``x``'s dtype and device.
     ``finite=False`` leaves the NaN/inf check to the caller. ``varying=True``, for measures undefined on a
     representation whose rows are all equal (0/0 after centring, or neighbours that are all ties): such a side is
-    refused with a ``ZeroVarianceError`` naming it (``check_varying``), whatever the row order. ``scale_free=True``, for measures invariant to
-    isotropic scaling of each side: each side is multiplied by the power of two that brings its largest magnitude
-    into [0.5, 1) (exact), so that products and squares of data near the ends of the dtype's range neither
-    overflow nor underflow."""
+    refused with a ``ZeroVarianceError`` naming it (``check_varying``), whatever the row order. ``scale_free=True``,
+    for measures invariant to isotropic scaling of each side: each side is multiplied by the power of two that
+    brings its largest magnitude into [0.5, 1) (exact), so that products and squares of data near the ends of the
+    dtype's range neither overflow nor underflow."""
     xt, yt = as_rows(x, "x", finite), as_rows(y, "y", finite)
     check_same_rows(xt, yt, "x", "y")
     yt = match_reference(yt, xt, "y", "x")

@@ -1,11 +1,12 @@
 """Small-sample honesty: measures that read "identical" on any data once there are too few samples.
 
-Two rules. With 2 samples, centring leaves one direction per side, so every centred Gram matrix, distance matrix
-or neuron correlation is the same up to scale and sign: CKA, Procrustes, distance correlation, PNKA, ENSD and
-correlation matching then read "identical" (``MeasureSpec.trivial_samples``). And a least-squares fit (R^2 of a linear regression, GULP without ridge) or CCA with at least as many features as
-samples matches any two representations exactly: after centring, N samples span N - 1 dimensions, so a side with
-``d >= N - 1`` features reproduces everything. ``MeasureSpec.trivial_when_n_le_d`` marks such measures;
-``is_trivial`` applies the rule to a sample size and widths; ``warn_if_trivial`` warns at the user's line.
+Two rules. With 2 samples, centring leaves one direction per side, so every centred Gram matrix, distance matrix or
+neuron correlation is the same up to scale and sign: CKA, Procrustes, distance correlation, PNKA, ENSD and
+correlation matching then read "identical" (``MeasureSpec.trivial_samples``). And a least-squares fit (R^2 of a
+linear regression, GULP without ridge) or CCA with at least as many features as samples matches any two
+representations exactly: after centring, N samples span N - 1 dimensions, so a side with ``d >= N - 1`` features
+reproduces everything. ``MeasureSpec.trivial_when_n_le_d`` marks such measures; ``is_trivial`` applies the rule to a
+sample size and widths; ``warn_if_trivial`` warns at the user's line.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ class SmallSampleWarning(UserWarning):
 
 def is_trivial(measure: str | MeasureSpec, n: int, p: int, q: int, options: dict | None = None) -> bool:
     """Whether ``measure`` reaches its "identical" end whatever the data, for ``n`` samples of widths ``p`` (x) and
-    ``q`` (y): any measure once ``n <= MeasureSpec.trivial_samples``; a measure flagged ``trivial_when_n_le_d`` once its fitted side has ``d >= n - 1`` features (N <= d + 1:
-    centring uses one degree of freedom), unless its ``options`` regularise the fit (``ridge > 0``). False for every
-    other measure."""
+    ``q`` (y): any measure once ``n <= MeasureSpec.trivial_samples``; a measure flagged ``trivial_when_n_le_d`` once its
+    fitted side has ``d >= n - 1`` features (N <= d + 1: centring uses one degree of freedom), unless its
+    ``options`` regularise the fit (``ridge > 0``). False for every other measure."""
     spec = get_measure(measure) if isinstance(measure, str) else measure
     if n <= spec.trivial_samples:
         return True
