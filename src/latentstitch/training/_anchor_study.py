@@ -283,6 +283,7 @@ def _cross_entropy(head: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) ->
 def train_relative_head(r: torch.Tensor, y: torch.Tensor, classes: int, epochs: int, lr: float, seed: int) -> nn.Linear:
     """A linear softmax classifier on relative vectors standardised per sample over the anchors, trained full-batch
     by ``fit`` (Adam, ``epochs`` steps) and initialised under ``seed``, without touching torch's global generator."""
+    seed = check_seed(seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         head = nn.Linear(r.shape[1], classes).to(r.dtype)
