@@ -67,7 +67,7 @@ class NpyFile(EmbeddingFile):
         except (ValueError, OSError, EOFError, SyntaxError) as error:
             raise self.error(f"is not a readable .npy file (damaged header: {' '.join(str(error).split())})") from None
         if dtype.hasobject:
-            raise self.error("holds Python objects, which cannot be read without pickle; save the vectors as floats")
+            raise self.error("cannot be read without pickle: it holds Python objects; save the vectors as floats")
         available = path.stat().st_size - offset
         row = dtype.itemsize * int(np.prod(shape[1:], dtype=object))
         expected = row * (shape[0] if shape else 1)
