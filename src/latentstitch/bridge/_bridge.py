@@ -40,9 +40,7 @@ from latentstitch.bridge._validate import (
     check_loaded,
     check_route_methods,
     check_savable,
-    dropped_budget_note,
-    repeated_pairs,
-    repeated_pairs_note,
+    input_notes,
 )
 from latentstitch.distributed._arrays import is_dask_array, map_rows
 
@@ -229,14 +227,8 @@ class Bridge(Persistable, BaseEstimator):
     def _warn_inputs(self, s: Any, t: Any, anchors: Anchors) -> None:
         """Say (``BridgeWarning``, and later in ``notes_``) what makes the scores less trustworthy than they look:
         anchor pairs that repeat (they leak across folds) and budget counts that cannot be drawn."""
-        self._input_notes = []
-        repeats = repeated_pairs(s, t)
-        if repeats:
-            self._input_notes.append(repeated_pairs_note(repeats, self.n_anchors_))
         counts = budget_counts(self.budget)
-        dropped = [c for c in counts if c not in usable_counts(counts, anchors)]
-        if dropped:
-            self._input_notes.append(dropped_budget_note(dropped, anchors.n_train - 1))
+        self._input_notes = input_notes(s, t, counts, usable_counts(counts, anchors), anchors.n_train)
         for note in self._input_notes:
             warnings.warn(note, BridgeWarning, stacklevel=4)
 

@@ -55,6 +55,19 @@ def repeated_pairs(source: torch.Tensor, target: torch.Tensor) -> int:
     return int(source.shape[0] - torch.unique(rows.cpu(), dim=0).shape[0])
 
 
+def input_notes(source: torch.Tensor, target: torch.Tensor, counts: list[int], usable: list[int], n_train: int):
+    """What makes a bridge's scores less trustworthy than they look, in words: anchor pairs that repeat (they leak
+    across folds) and anchor-budget counts that cannot be drawn from the training folds."""
+    notes = []
+    repeats = repeated_pairs(source, target)
+    if repeats:
+        notes.append(repeated_pairs_note(repeats, source.shape[0]))
+    dropped = [c for c in counts if c not in usable]
+    if dropped:
+        notes.append(dropped_budget_note(dropped, n_train - 1))
+    return notes
+
+
 def repeated_pairs_note(count: int, n: int) -> str:
     return (
         f"source, target: {count} of the {n} anchor pairs repeat an earlier pair exactly. A repeat held out in one "
