@@ -247,10 +247,6 @@ SEEDED = {
 # Seeded callables whose seed is a constructor parameter of a registered estimator (checked with its bad values in
 # contract_registry.ESTIMATORS), and names that hold the word but are not seeds.
 ESTIMATOR_SEEDS = {"bridge.Bridge.__init__", "stitching.LeastSquaresCV.__init__"}
-# Seeds of the permutation tests, checked on the branch that owns them (issue 27's permutation work): not strict, so
-# that this passes before and after that merge; drop the mark once merged.
-ELSEWHERE = {"similarity.permutation_test", "similarity.pairwise_test"}
-ELSEWHERE_MARK = pytest.mark.xfail(strict=False, reason="seed checked by the permutation-test branch of issue 27")
 PACKAGES = ("relative", "similarity", "training", "stitching", "models", "alignment", "data", "bridge", "invariance")
 
 
@@ -290,9 +286,7 @@ def test_every_public_seeded_callable_is_covered():
 
 
 @pytest.mark.parametrize("bad", BAD_SEEDS, ids=repr)
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=[ELSEWHERE_MARK] if n in ELSEWHERE else []) for n in sorted(SEEDED)]
-)
+@pytest.mark.parametrize("name", sorted(SEEDED))
 def test_a_bad_seed_is_refused_by_name(name, bad):
     parameter = "null_seed" if name == "stitching.sweep" else "seeds" if name == "training.anchor_study" else "seed"
     with pytest.raises((ValueError, TypeError)) as caught:
