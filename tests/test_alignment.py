@@ -207,7 +207,8 @@ def test_generalized_procrustes_on_dask_equals_in_memory():
 
 
 # --- UnpairedAlignment -----------------------------------------------------------------------------------------
-# A reduced budget (the official one is 20 clusters x 30 matchings x 30 QAP restarts, ~1 min per fit here)
+# A reduced budget (the official notebook's 20 clusters x 30 matchings x 30 QAP restarts took ~1 min per fit before
+# issue 26; the defaults now take ~0.5 s at 1,800 x 16)
 FAST = {"n_clusters": 8, "n_matchings": 10, "n_restarts": 10, "refine_iter": 10, "refine_clusters": 40}
 
 

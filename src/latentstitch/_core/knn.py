@@ -41,3 +41,22 @@ def top_k(queries: torch.Tensor, index: torch.Tensor, k: int, exclude_self: bool
 def shared_neighbours(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Per row, the number of indices that two (n, k) neighbour lists share."""
     return (a[:, :, None] == b[:, None, :]).any(dim=2).sum(dim=1)
+
+
+def mutual_nearest(queries: torch.Tensor, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pairs ``(i, j)`` of mutual nearest neighbours by inner product: index row j is query i's most similar and
+    query i is index row j's most similar. Chunked like ``top_k``: memory O(chunk x n_index)."""
+    best = torch.empty(queries.shape[0], dtype=torch.long, device=queries.device)
+    column_score = torch.full((index.shape[0],), -torch.inf, dtype=queries.dtype, device=queries.device)
+    column_best = torch.zeros(index.shape[0], dtype=torch.long, device=queries.device)
+    with torch.no_grad():
+        for start, stop in row_blocks(queries.shape[0], index.shape[0]):
+            scores = matmul(queries[start:stop], index.T)
+            best[start:stop] = scores.argmax(dim=1)
+            value, where = scores.max(dim=0)
+            better = value > column_score
+            column_score = torch.where(better, value, column_score)
+            column_best = torch.where(better, where + start, column_best)
+    rows = torch.arange(queries.shape[0], device=queries.device)
+    mutual = column_best[best] == rows
+    return rows[mutual], best[mutual]

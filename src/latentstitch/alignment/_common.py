@@ -7,7 +7,7 @@ import torch
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, to_numpy
 from latentstitch._core.knn import top_k
-from latentstitch._core.numerics import matmul, unit_rows
+from latentstitch._core.numerics import matmul, svd, unit_rows
 from latentstitch._core.params import check_seed
 
 __all__ = ["as_pairs", "mean_of_neighbours", "orthogonal_factor", "space", "unit_rows"]
@@ -24,8 +24,28 @@ def orthogonal_factor(cross: torch.Tensor) -> torch.Tensor:
     Orthonormal rows when p <= q, orthonormal columns when p > q: the Procrustes solution of two zero-padded
     spaces (``latentstitch.stitching.Procrustes`` computes the same from streamed statistics).
     """
-    u, _, vh = torch.linalg.svd(cross, full_matrices=False)
-    return u @ vh
+    u, _, vh = svd(cross)
+    return matmul(u, vh)
+
+
+def orthogonal_on_rows(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The orthogonal factor of ``a.T @ b`` for (m, p) and (m, q) rows; with fewer rows than widths, through the
+    (m, m) core of the two row spaces' QR factors (exact on the span of a's rows, which is all a ranking needs,
+    at O(m^2 (p + q)) instead of an SVD of (p, q))."""
+    m = a.shape[0]
+    if m >= min(a.shape[1], b.shape[1]):
+        return orthogonal_factor(matmul(a.T, b))
+    basis_a, upper_a = torch.linalg.qr(a.T)
+    basis_b, upper_b = torch.linalg.qr(b.T)
+    return matmul(matmul(basis_a, orthogonal_factor(matmul(upper_a, upper_b.T))), basis_b.T)
+
+
+def random_orthogonal(p: int, q: int, rng: np.random.Generator, like: torch.Tensor) -> torch.Tensor:
+    """A Haar-random (p, q) map with orthonormal rows or columns (QR of a Gaussian, signs fixed by R's diagonal)."""
+    gaussian = torch.as_tensor(rng.standard_normal((max(p, q), min(p, q))), dtype=like.dtype, device=like.device)
+    factor, upper = torch.linalg.qr(gaussian)
+    factor = factor * torch.sign(torch.diagonal(upper))[None]
+    return factor if p >= q else factor.T
 
 
 def mean_of_neighbours(
@@ -34,7 +54,8 @@ def mean_of_neighbours(
     """For each query row, the mean over its ``k`` most similar index rows (inner product; pass unit rows for
     cosine) of ``values`` (default: the index rows themselves). Chunked: memory O(chunk x n_index)."""
     neighbours = top_k(queries, index, min(k, index.shape[0]))
-    return (index if values is None else values)[neighbours].mean(dim=1)
+    table = index if values is None else values
+    return torch.nn.functional.embedding_bag(neighbours, table, mode="mean")  # no (queries, k, d) gather
 
 
 def as_pairs(pairs: object, name: str, n_source: int, n_target: int) -> np.ndarray:

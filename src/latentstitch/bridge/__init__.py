@@ -1,10 +1,12 @@
 """A checked bridge between two models' embeddings: make a new model's vectors usable where an old model's were.
 
 ``Bridge().fit(source, target)`` takes parallel anchors (the same items embedded by the new model, ``source``, and
-by the old one, ``target``), tries every route of ``ROUTES`` by k-fold cross-validation on the anchors, chooses one
-without labels (``Bridge.selection_rule()``) and reports every score with its spread over folds (``routes_``, one
-``RouteScore`` per route; ``budget_``, one ``BudgetRow`` per anchor count).
-``transform(new_source)`` then returns what the old model's consumer reads. Two families of route:
+by the old one, ``target``), tries every route of ``ROUTES`` by k-fold cross-validation on the anchors (each held-out
+anchor against every target vector given), chooses one without labels (``select_route`` on ``SELECTION_SCORE``;
+``Bridge.selection_rule()`` in words), reports every score with its spread over folds (``routes_``, one
+``RouteScore`` per route; ``budget_``, one ``BudgetRow`` per anchor count) and what to expect in the user's units
+(``estimate_``, a ``QualityEstimate`` with a 90% interval). ``transform(new_source)`` then returns what the old
+model's consumer reads. Two families of route:
 
 - **translation** into the target's absolute space (ridge least squares with the ridge chosen by cross-validation,
   Procrustes, ...): the old head or index is reused as it is;
@@ -17,27 +19,53 @@ TARGET -o bridge.safetensors`` and ``latentstitch bridge apply bridge.safetensor
 """
 
 from latentstitch.bridge._bridge import CLEAR_Z, MIN_PER_FOLD, SELECTION_RULE, Bridge, BridgeWarning
+from latentstitch.bridge._ensemble import ENSEMBLE_SIZE, StackedRoute
+from latentstitch.bridge._estimate import QualityEstimate
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._relative import RelativeRoute
 from latentstitch.bridge._report import bridge_report, route_table
 from latentstitch.bridge._results import BudgetRow, RouteScore
-from latentstitch.bridge._routes import FAMILIES, ROUTES, RouteSpec, get_route, register_route, resolve_routes
+from latentstitch.bridge._routes import (
+    AUTO_ROUTES,
+    FAMILIES,
+    ROUTES,
+    RouteSpec,
+    get_route,
+    register_route,
+    resolve_routes,
+)
 from latentstitch.bridge._scores import SCORES, chance_mrr, pair_scores
+from latentstitch.bridge._select import (
+    CONSUMER_SCORES,
+    CONSUMERS,
+    SELECTABLE,
+    SELECTION_SCORE,
+    rule_sentence,
+    select_route,
+)
 
 __all__ = [
+    "AUTO_ROUTES",
     "CLEAR_Z",
+    "CONSUMERS",
+    "CONSUMER_SCORES",
+    "ENSEMBLE_SIZE",
     "FAMILIES",
     "MIN_PER_FOLD",
     "ROUTES",
     "SCORES",
+    "SELECTABLE",
     "SELECTION_RULE",
+    "SELECTION_SCORE",
     "Bridge",
     "BridgeWarning",
     "BudgetRow",
     "LinearHead",
+    "QualityEstimate",
     "RelativeRoute",
     "RouteScore",
     "RouteSpec",
+    "StackedRoute",
     "bridge_report",
     "chance_mrr",
     "get_route",
@@ -45,4 +73,6 @@ __all__ = [
     "register_route",
     "resolve_routes",
     "route_table",
+    "rule_sentence",
+    "select_route",
 ]

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, take_rows
 from latentstitch._core.folds import kfold
 from latentstitch._core.least_squares import RankDeficiencyWarning
-from latentstitch._core.params import Rule, check_positive_int, check_seed, rule
+from latentstitch._core.params import Rule, check_choice, check_positive_int, check_seed, rule
 from latentstitch._core.persist import Persistable
 from latentstitch._core.progress import progress_bar
 from latentstitch.bridge._crossval import (
@@ -24,16 +24,19 @@ from latentstitch.bridge._crossval import (
     RouteResult,
     anchor_budget,
     budget_counts,
-    choose_route,
     cross_validate_route,
     matched_order,
     pass_through,
     usable_counts,
 )
+from latentstitch.bridge._diagnose import feature_notes
+from latentstitch.bridge._ensemble import ensemble_result
+from latentstitch.bridge._estimate import estimate, estimate_from_dict
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._results import BudgetRow, budget_rows, route_scores
 from latentstitch.bridge._routes import RouteSpec, get_route, resolve_routes
 from latentstitch.bridge._scores import predictions
+from latentstitch.bridge._select import CONSUMER_SCORES, CONSUMERS, rule_sentence, select_route
 from latentstitch.bridge._validate import (
     as_anchor_array,
     check_class_labels,
@@ -45,22 +48,30 @@ from latentstitch.bridge._validate import (
 from latentstitch.distributed._arrays import is_dask_array, map_rows
 
 SELECTION_RULE = (
-    "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. Eligible: the routes "
-    "clearly better than shuffled pairs (pooled held-out MRR at least 3 standard errors above the MRR of shuffled "
-    "pairs, H_n/n; when none is, every route, and a warning says the bridge is not reliable). {rule}"
-)
-_LABEL_FREE_RULE = (
-    "Family: translation (the old model's consumer is reused as it is), unless the best relative route's "
-    "held-out reciprocal ranks beat the best translation route's by more than 2 standard errors, paired over the "
-    "anchors (the relation is not close to linear). Within translation, the highest mean held-out R^2 (the "
-    "bridged vector closest to the true target vector, which is what a fixed head or index reads); within "
-    "relative, the highest mean MRR. Ties: the higher MRR, then the order of the route list."
-)
-_HEAD_RULE = (
-    "The highest mean held-out prediction agreement with the head, over both families (ties: the higher MRR, then "
-    "the order of the route list)."
+    "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold, each held-out anchor "
+    "against every target vector given. Eligible: the routes clearly better than shuffled pairs (pooled held-out "
+    "MRR at least 3 standard errors above the MRR of shuffled pairs, H_N/N; when none is, every route, and a "
+    "warning says the bridge is not reliable). {rule} A route's own parameter (ridge penalty, rank) is chosen on "
+    "the same score."
 )
 
+
+#: The rule of the versions before ``select_route``, for bridges they saved.
+_LEGACY_RULES = {
+    False: "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. Eligible: the "
+    "routes clearly better than shuffled pairs (pooled held-out MRR at least 3 standard errors above the MRR of "
+    "shuffled pairs, H_n/n; when none is, every route, and a warning says the bridge is not reliable). Family: "
+    "translation (the old model's consumer is reused as it is), unless the best relative route's held-out "
+    "reciprocal ranks beat the best translation route's by more than 2 standard errors, paired over the anchors "
+    "(the relation is not close to linear). Within translation, the highest mean held-out R^2 (the bridged vector "
+    "closest to the true target vector, which is what a fixed head or index reads); within relative, the highest "
+    "mean MRR. Ties: the higher MRR, then the order of the route list.",
+    True: "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. Eligible: the "
+    "routes clearly better than shuffled pairs (pooled held-out MRR at least 3 standard errors above the MRR of "
+    "shuffled pairs, H_n/n; when none is, every route, and a warning says the bridge is not reliable). The highest "
+    "mean held-out prediction agreement with the head, over both families (ties: the higher MRR, then the order of "
+    "the route list).",
+}
 
 #: Warnings a bridge's cross-validation expects from its fits: counted and said once in words, not shown per fit.
 _EXPECTED = (RankDeficiencyWarning, ConvergenceWarning)
@@ -71,12 +82,13 @@ def check_routes(routes: Any, name: str = "routes") -> list[RouteSpec]:
     return resolve_routes(routes)
 
 
-def _fit_quietly(spec: RouteSpec, source: Any, target: Any) -> Any:
-    """The chosen route fitted on all the anchors (its rank deficiency was said while cross-validating)."""
+def _fit_quietly(spec: RouteSpec, source: Any, target: Any, params: dict[str, Any]) -> Any:
+    """The chosen route fitted on all the anchors with its chosen parameters (its rank deficiency was said while
+    cross-validating)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RankDeficiencyWarning)
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return spec.build().fit(source, target)
+        return spec.build(**params).fit(source, target)
 
 
 class BridgeWarning(UserWarning):
@@ -97,13 +109,15 @@ class Bridge(Persistable, BaseEstimator):
       on ``transform_target(target_vectors)`` (``fit_head`` does it for a classifier), then it reads
       ``transform(new_source)``.
 
-    Choosing without labels: for every route and fold, each held-out source anchor is bridged and must find its own
-    partner among the held-out target anchors: top-1 retrieval, MRR, cosine to the partner and R^2, each beside
-    the same score for shuffled pairs (every bridged vector against another item's partner). With ``head=`` (a
-    callable from target vectors to predictions), also prediction agreement: the head's prediction from the
-    bridged vector vs from the true target vector (relative routes are read by a ``LinearHead`` trained on the
-    training folds' relative target vectors to reproduce the head's predictions). The selection rule is
-    ``SELECTION_RULE``; every score is reported as mean and standard deviation over the folds in ``routes_``.
+    Choosing without labels: for every route and fold, each held-out source anchor is bridged by a map fitted on the
+    other folds and compared with every target vector given (``docs/bridge.md``): MRR, top-1, Recall@10 of its own
+    partner, overlap of its 10 nearest target vectors with the true ones (``knn_jaccard``), R^2 in the target's
+    own units and with standard-scaled features (``r2_scaled``), beside shuffled pairs. With ``head=`` (a callable
+    from target vectors to predictions), also prediction agreement (relative routes are read by a ``LinearHead``
+    trained on the training folds' relative target vectors to reproduce the head's predictions). The rule is
+    ``select_route`` on the score of ``consumer`` (``selection_rule()`` says it in words); a route's own parameter (the
+    ridge penalty, the rank) is chosen on the same score. Each score is reported as mean and standard deviation over
+    the folds in ``routes_``; ``estimate_`` says what to expect in the user's units, with a 90% interval.
 
     Rank deficiency (fewer anchors than features makes Procrustes and unregularised least squares non-unique) is
     expected while choosing: it is counted, and said once in words (a ``BridgeWarning``), never per fit.
@@ -111,7 +125,8 @@ class Bridge(Persistable, BaseEstimator):
     Parameters
     ----------
     routes : "auto", a route name, or a list of names
-        "auto": ridge, procrustes, procrustes_scaled, relative, relative_centered, relative_robust.
+        "auto": the routes of ``AUTO_ROUTES`` (ridge_raw, low_rank, procrustes, procrustes_scaled, relative,
+        relative_centered, relative_robust, ensemble).
     cv : int
         Folds over the anchors (at least ``MIN_PER_FOLD`` = 5 anchors per fold).
     seed : int
@@ -120,6 +135,12 @@ class Bridge(Persistable, BaseEstimator):
         Anchor counts for the anchor-budget advice (e.g. ``(50, 100, 300)``): the same cross-validation with only
         that many training anchors (drawn at random from the training folds), scored on the same held-out folds,
         so the scores compare across counts. In ``budget_``.
+    consumer : {"index", "scaled_head", "raw_head"}
+        What reads the bridged vectors, so the label-free rule reads the score that ranked routes as that consumer
+        did in ``benchmarks/bridge_generalisation.py`` (``CONSUMER_SCORES``): "index" (default; a nearest-neighbour
+        index: held-out MRR among all target vectors), "scaled_head" (a classifier that standard-scales its input:
+        R^2 of standard-scaled target features), "raw_head" (a classifier on raw vectors: neighbourhood
+        agreement). A ``head=`` given to ``fit`` overrides it (prediction agreement).
 
     Attributes
     ----------
@@ -136,6 +157,11 @@ class Bridge(Persistable, BaseEstimator):
         Whether the chosen route is clearly better than shuffled pairs.
     criterion_ : str
         How the route was chosen: "label-free" (``SELECTION_RULE``) or "agreement" (with a head).
+    selection_score_ : str
+        The score the route and its parameters were chosen on (``CONSUMER_SCORES[consumer]``, or "agreement").
+    estimate_ : QualityEstimate
+        What to expect: with a head, its agreement on bridged held-out anchors; without, Recall@10 of the old index
+        (all target vectors given); ``value``, ``low``, ``high`` (90% bootstrap interval), ``to_dict()``.
     notes_ : list of str
         What was said while fitting (rank deficiency, reliability), in words.
     budget_ : list of BudgetRow or None
@@ -154,16 +180,27 @@ class Bridge(Persistable, BaseEstimator):
         "cv": rule(check_positive_int, minimum=2),
         "seed": rule(check_seed),
         "budget": rule(budget_counts),
+        "consumer": rule(check_choice, choices=CONSUMERS),
     }
-    _learned_types: ClassVar[dict[str, Callable[[Any], Any]]] = {"routes_": route_scores, "budget_": budget_rows}
+    _learned_types: ClassVar[dict[str, Callable[[Any], Any]]] = {
+        "routes_": route_scores,
+        "budget_": budget_rows,
+        "estimate_": estimate_from_dict,
+    }
 
     def __init__(
-        self, routes: str | Sequence[str] = "auto", cv: int = 5, seed: int = 0, budget: Sequence[int] | None = None
+        self,
+        routes: str | Sequence[str] = "auto",
+        cv: int = 5,
+        seed: int = 0,
+        budget: Sequence[int] | None = None,
+        consumer: str = "index",
     ):
         self.routes = routes
         self.cv = cv
         self.seed = seed
         self.budget = budget
+        self.consumer = consumer
 
     # --- fitting -------------------------------------------------------------------------------------------------
     def fit(
@@ -198,9 +235,9 @@ class Bridge(Persistable, BaseEstimator):
         check_route_methods(specs)
         anchors = self._anchors(source, target, head, source_ids, target_ids)
         results, budget, unconverged = self._cross_validate(specs, anchors, progress)
-        self._choose(results, budget, anchors)
+        chosen = self._choose(results, budget, anchors)
         self._say(results, anchors, unconverged)
-        self.estimator_ = _fit_quietly(get_route(self.route_), anchors.source, anchors.target)
+        self.estimator_ = _fit_quietly(get_route(self.route_), anchors.source, anchors.target, chosen.score.params)
         return self
 
     def _anchors(self, source, target, head, source_ids, target_ids) -> Anchors:
@@ -220,7 +257,7 @@ class Bridge(Persistable, BaseEstimator):
         self.n_features_source_, self.n_features_target_ = s.shape[1], t.shape[1]
         parts = kfold(self.n_anchors_, self.cv, self.seed, name="cv", min_rows=MIN_PER_FOLD)
         reference = None if head is None else predictions(head, target)
-        anchors = Anchors(source, target, parts, self.seed, head, reference)
+        anchors = Anchors(source, target, parts, self.seed, head, reference, CONSUMER_SCORES[self.consumer])
         self._warn_inputs(s, t, anchors)
         return anchors
 
@@ -238,6 +275,8 @@ class Bridge(Persistable, BaseEstimator):
         """Every route's cross-validation and the anchor-budget advice; the warnings their fits are expected to
         give (rank deficiency, heads that did not converge) are counted, not shown (their number is returned)."""
         counts = budget_counts(self.budget)
+        blend = any(spec.name == "ensemble" for spec in specs)
+        specs = [spec for spec in specs if spec.name != "ensemble"]
         fits = len(specs) * len(anchors.parts) * (1 + len(usable_counts(counts, anchors)))
         with progress_bar(progress) as bar, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RankDeficiencyWarning)
@@ -245,25 +284,36 @@ class Bridge(Persistable, BaseEstimator):
             task = None if bar is None else bar.add_task("bridge: cross-validating routes", total=fits)
             advance = (lambda: None) if bar is None else (lambda: bar.advance(task))
             results = [cross_validate_route(spec, anchors, advance=advance) for spec in specs]
+            stacked = ensemble_result(results, anchors) if blend else None
+            results += [stacked] if stacked is not None else []
             budget = anchor_budget(specs, anchors, counts, advance)
         pass_through([w for w in caught if not issubclass(w.category, _EXPECTED)])
         return results, budget, sum(issubclass(w.category, ConvergenceWarning) for w in caught)
 
-    def _choose(self, results: list[RouteResult], budget: list[BudgetRow] | None, anchors: Anchors) -> None:
+    def _choose(self, results: list[RouteResult], budget: list[BudgetRow] | None, anchors: Anchors) -> RouteResult:
         self.notes_ = list(getattr(self, "_input_notes", []))
         self.criterion_ = "agreement" if anchors.head is not None else "label-free"
-        chosen, self.reliable_ = choose_route(results, anchors.primary)
+        self.selection_score_ = anchors.primary
+        chosen_row, self.reliable_ = select_route([result.score for result in results], anchors.primary)
+        chosen = next(result for result in results if result.score is chosen_row)
         self.routes_ = [result.score for result in results]
         for row in self.routes_:
-            row.chosen = row.route == chosen.route
-        self.route_, self.family_ = chosen.route, chosen.family
+            row.chosen = row is chosen_row
+        self.route_, self.family_ = chosen_row.route, chosen_row.family
         self.budget_ = budget
+        if anchors.head is not None:
+            per_item, metric = chosen.items["agreement"], "agreement"
+        else:
+            per_item, metric = chosen.items["hit_k"], f"recall@{anchors.pool.k}"
+        self.estimate_ = estimate(per_item, metric, self.route_, anchors.pool.size, self.seed)
+        return chosen
 
     def _say(self, results: list[RouteResult], anchors: Anchors, unconverged: int) -> None:
         """Everything worth saying about the fit, once, in words: in ``notes_`` and one ``BridgeWarning``."""
         warn = []
+        self.notes_ += feature_notes(anchors)
         deficient = {r.score.route: r.rank_deficient for r in results if r.rank_deficient}
-        if deficient:
+        if deficient and anchors.n_train < max(self.n_features_source_, self.n_features_target_):
             names = ", ".join(f"{name} ({count} fits)" for name, count in deficient.items())
             self.notes_.append(
                 f"Rank deficiency while cross-validating: {names}. With about {anchors.n_train} training anchors per "
@@ -283,6 +333,13 @@ class Bridge(Persistable, BaseEstimator):
                 f"({best.z:.1f} standard errors above; {CLEAR_Z:g} needed). Check that the two files hold the "
                 "same items in the same order (or match them by ids), or give more anchors. The bridge is kept "
                 "but is not reliable."
+                + (
+                    " If the two sides hold no pairs at all (different items), the route 'unpaired' (routes="
+                    "['unpaired'], CLI --routes unpaired) aligns them from their structure alone; its score_ tells "
+                    "whether that worked."
+                    if "unpaired" not in {r.route for r in self.routes_}
+                    else ""
+                )
             )
             warn.append(self.notes_[-1])
         if unconverged:
@@ -335,8 +392,13 @@ class Bridge(Persistable, BaseEstimator):
 
     # --- reporting -------------------------------------------------------------------------------------------------
     def selection_rule(self) -> str:
+        """The rule this bridge was chosen by, in words (``latentstitch.bridge.select_route`` is its code)."""
         check_is_fitted(self, "routes_")
-        return SELECTION_RULE.format(rule=_HEAD_RULE if self.criterion_ == "agreement" else _LABEL_FREE_RULE)
+        if not hasattr(self, "selection_score_"):  # saved by a version before the rule became select_route
+            return _LEGACY_RULES[self.criterion_ == "agreement"]
+        return SELECTION_RULE.format(
+            rule=rule_sentence(self.selection_score_, with_head=self.criterion_ == "agreement")
+        )
 
     # --- persistence ---------------------------------------------------------------------------------------------
     def save(self, path: Any) -> None:
@@ -348,4 +410,6 @@ class Bridge(Persistable, BaseEstimator):
     def _check_loaded(self) -> None:
         """A loaded bridge is checked as a whole (``_validate.check_loaded``): route, family, reliability, widths
         and anchor count against the route table and the fitted estimator."""
+        if "estimate_" not in vars(self):  # saved by a version before the quality estimate
+            self.estimate_ = None
         check_loaded(self, MIN_PER_FOLD)

@@ -1,40 +1,50 @@
-"""Cross-validation of one bridge route over folds of the anchor pairs, the anchor-budget advice, and the choice
-among routes."""
+"""Cross-validation of one bridge route over folds of the anchor pairs, and the anchor-budget advice.
+
+Every fold is built once (``Anchors.fold``) and shared by every route, so the decompositions of ``_folds`` are
+computed once per fold whatever the number of routes and parameters. A route scores its held-out anchors (at most
+``MAX_QUERIES`` of them) against every target vector given (``_pool``); a route with parameters (the ridge path, the
+ranks) keeps the setting with the best pooled selection score (``Anchors.primary``), so the penalty is chosen on
+the same score as the route, with no inner cross-validation.
+"""
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from latentstitch._core.arrays import take_rows
+from latentstitch._core.arrays import as_float_tensor, take_rows
 from latentstitch._core.folds import training_rows
 from latentstitch._core.least_squares import RankDeficiencyWarning
+from latentstitch._core.numerics import matmul, unit_rows
 from latentstitch._core.params import check_positive_int
+from latentstitch.bridge._folds import Candidate, Fold, PartMoments, RelativeCache
 from latentstitch.bridge._head import LinearHead
+from latentstitch.bridge._pool import Pool, item_scores, query_rows, squared_errors, translation_sims
 from latentstitch.bridge._results import BudgetRow, RouteScore
 from latentstitch.bridge._routes import RouteSpec
-from latentstitch.bridge._scores import (
-    SCORES,
-    agreement,
-    chance_mrr,
-    derangement,
-    mrr_z_score,
-    pair_scores,
-    predictions,
-)
+from latentstitch.bridge._scores import chance_mrr, predictions
 from latentstitch.embeddings import match_ids
+from latentstitch.relative import SPREAD_FLOOR, floored_spread
 
 #: Fewest held-out anchor pairs per fold: retrieval among fewer candidates says little.
 MIN_PER_FOLD = 5
 #: A route is "clearly better than shuffled pairs" when its pooled held-out MRR is this many standard errors above
 #: the MRR of shuffled pairs (with three z, a route carrying no information passes about once in 700 fits).
 CLEAR_Z = 3.0
+#: Held-out anchors (at most, in all) on which a route's own parameter settings (ridge penalties, ranks) are compared;
+#: the chosen setting is then scored on every scored anchor.
+PARAM_QUERIES = 200
+#: RouteScore field -> per-item score name.
+ITEM_NAMES = {"mrr": "rr", "top1": "top1", "recall_at_k": "hit_k", "knn_jaccard": "jaccard", "cosine": "cosine"}
+#: What a route that cannot be fitted raises: the route is then reported as failed, with the error's words.
+FIT_ERRORS = (ValueError, TypeError, np.linalg.LinAlgError, torch.linalg.LinAlgError)
 
 
 def matched_order(source_ids: Any, target_ids: Any, source: Any, target: Any) -> np.ndarray:
@@ -44,10 +54,11 @@ def matched_order(source_ids: Any, target_ids: Any, source: Any, target: Any) ->
     return match_ids(source_ids, target_ids, ("source_ids", "target_ids"), ("the source", "the target"))
 
 
-@dataclass(frozen=True)
+@dataclass
 class Anchors:
-    """The parallel anchors every route is scored on: the two sides (rows paired), the folds, the seed of the
-    shuffled pairs, and with a head, the head and its predictions on the true target vectors (``reference``)."""
+    """The parallel anchors every route is scored on: the two sides (as given, and in float64), the folds, the seed,
+    the scored held-out rows per fold (``queries``), the pool of every target vector, and with a head, the head and
+    its predictions on the true target vectors (``reference``)."""
 
     source: Any
     target: Any
@@ -55,31 +66,69 @@ class Anchors:
     seed: int
     head: Callable[[Any], Any] | None = None
     reference: np.ndarray | None = None
+    score: str = "mrr"
+    _folds: dict[tuple[int, int], Fold] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        s = as_float_tensor(self.source, "source").detach()
+        t = as_float_tensor(self.target, "target").detach().to(s.device)
+        self.source64, self.target64 = s.to(torch.float64), t.to(torch.float64)
+        work = torch.promote_types(s.dtype, torch.float32)
+        self.pool = Pool(t.to(work))
+        # the per-feature spreads a standard-scaling consumer divides by (LinearHead's StandardScaling)
+        self.target_scale = floored_spread(self.target64.std(dim=0, correction=0), SPREAD_FLOOR)
+        self.relative = RelativeCache(s.to(work), t.to(work))
+        self.moments: PartMoments | None = None
+        self.queries = query_rows(self.parts, self.seed)
+        total = sum(map(len, self.queries))
+        share = min(1.0, PARAM_QUERIES / total)
+        self.param_rows = [np.arange(len(q)) < max(2, round(len(q) * share)) for q in self.queries]
+        rng = np.random.default_rng([self.seed, 11])
+        self.others = [_other_items(q, self.pool.size, rng) for q in self.queries]
 
     @property
     def primary(self) -> str:
-        """The score the choice and the anchor budget compare: prediction agreement with a head, else MRR."""
-        return "agreement" if self.head is not None else "mrr"
+        """The score the choice, each route's parameters and the anchor budget compare."""
+        return "agreement" if self.head is not None else self.score
 
     @property
     def n_train(self) -> int:
         """The fewest training anchors of any fold."""
-        return len(self.source) - max(map(len, self.parts))
+        return len(self.source64) - max(map(len, self.parts))
+
+    def fold(self, k: int, train: np.ndarray, key: int = 0) -> Fold:
+        if (k, key) not in self._folds:
+            full = key == 0
+            if full and self.moments is None and len(self.source64) - len(self.parts[k]) >= self.source64.shape[1]:
+                self.moments = PartMoments(self.source64, self.target64, self.parts)
+            moments = self.moments if full else None
+            fold = Fold(
+                self.source64, self.target64, train, self.queries[k], self.relative, moments, k if full else None
+            )
+            self._folds[(k, key)] = fold
+        return self._folds[(k, key)]
+
+
+def _other_items(queries: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """For each query, another item: its partner when the pairs are shuffled."""
+    other = rng.integers(0, n - 1, size=len(queries))
+    return other + (other >= queries)
 
 
 @dataclass
 class RouteResult:
-    """One route's cross-validation: its ``score`` row, the held-out reciprocal rank of every anchor (fold after
-    fold; None when the route failed), for paired comparisons between routes, and how many of its fits warned of
-    rank deficiency."""
+    """One route's cross-validation: its ``score`` row, the per-item held-out scores of its chosen parameters
+    (``items``: name -> array over every scored query, fold after fold; None when the route failed), the bridged
+    queries of a translation route per fold (for the ensemble), and how many fits warned of rank deficiency."""
 
     score: RouteScore
-    reciprocal_ranks: np.ndarray | None = None
+    items: dict[str, np.ndarray] | None = None
+    bridged: list[torch.Tensor] | None = None
     rank_deficient: int = 0
 
-
-#: What a route that cannot be fitted raises: the route is then reported as failed, with the error's words.
-FIT_ERRORS = (ValueError, TypeError, np.linalg.LinAlgError, torch.linalg.LinAlgError)
+    @property
+    def reciprocal_ranks(self) -> np.ndarray | None:
+        return None if self.items is None else self.items["rr"]
 
 
 def _nothing() -> None:
@@ -94,72 +143,165 @@ def cross_validate_route(
     advance: Callable[[], None] = _nothing,
 ) -> RouteResult:
     """One route's scores on every fold (``subsets``: the training rows to use per fold, for the anchor budget);
-    ``advance`` is called after every fold."""
+    ``advance`` is called after every fold. A route with a fast path (``spec.path``) reads the fold's shared
+    decompositions; any other is fitted on the fold's training rows."""
     started = time.perf_counter()
-    folds: dict[str, list[float]] = {}
-    sizes: list[int] = []
-    reciprocal: list[np.ndarray] = []
+    outputs: dict[str, list[tuple[Fold, int, torch.Tensor]]] = {}
+    params_of: dict[str, dict[str, Any]] = {}
     deficient = 0
-    rng = np.random.default_rng(anchors.seed)
-    for k, held_out in enumerate(anchors.parts):
+    for k in range(len(anchors.parts)):
         train = training_rows(anchors.parts, k) if subsets is None else subsets[k]
+        fold = anchors.fold(k, train, 0 if subsets is None else len(train))
         try:
-            estimator, warned = _fit_fold(spec, anchors, train)
-            deficient += warned
-            bridged, partner = _held_out_pair(spec, estimator, anchors, held_out)
+            candidates, warned = _candidates(spec, anchors, fold)
         except FIT_ERRORS as error:
             advance()
             failed = RouteScore(spec.name, spec.family, spec.description, error=_words(error))
             failed.seconds = time.perf_counter() - started
-            return RouteResult(failed, None, deficient)
-        scores = pair_scores(bridged, partner, per_item=True)
-        reciprocal.append(scores.pop("reciprocal_ranks"))
-        shuffled = pair_scores(bridged, take_rows(partner, derangement(len(held_out), rng)))
-        for name in SCORES:
-            folds.setdefault(name, []).append(scores[name])
-            folds.setdefault(f"shuffled_{name}", []).append(shuffled[name])
-        if anchors.reference is not None:
-            folds.setdefault("agreement", []).append(_agreement(spec, estimator, anchors, train, bridged, held_out))
-        sizes.append(len(held_out))
+            return RouteResult(failed, rank_deficient=deficient)
+        deficient += warned
+        for params, output in candidates:
+            key = repr(sorted((n, v) for n, v in params.items() if n != "estimator"))
+            params_of.setdefault(key, params)
+            outputs.setdefault(key, []).append((fold, k, output))
         advance()
-    score = _summary(spec, folds, sizes)
+    folds_seen = len(anchors.parts)
+    outputs = {key: entries for key, entries in outputs.items() if len(entries) == folds_seen} or outputs
+    best = next(iter(outputs))
+    if len(outputs) > 1:  # compare the settings on a share of the queries, then score the best on all of them
+        trial = {key: [_subset_scores(spec, anchors, *entry) for entry in entries] for key, entries in outputs.items()}
+        best = max(trial, key=lambda key: pooled(trial[key], anchors.primary))
+    folds = [fold_scores(spec, anchors, fold, k, params_of[best], output) for fold, k, output in outputs[best]]
+    score = summary(spec, folds, anchors.pool.size, params_of[best])
     score.seconds = time.perf_counter() - started
-    return RouteResult(score, np.concatenate(reciprocal), deficient)
+    items = {name: np.concatenate([f["items"][name] for f in folds]) for name in folds[0]["items"]}
+    bridged = [f["bridged"] for f in folds] if spec.family == "translation" else None
+    return RouteResult(score, items, bridged, deficient)
 
 
-def _fit_fold(spec: RouteSpec, anchors: Anchors, train: np.ndarray) -> tuple[Any, bool]:
+def _subset_scores(spec: RouteSpec, anchors: Anchors, fold: Fold, k: int, output: torch.Tensor) -> dict[str, Any]:
+    """``fold_scores`` on the fold's parameter-comparison queries only."""
+    keep = anchors.param_rows[k]
+    sub = Fold(fold.source, fold.target, fold.train, fold.queries[keep], fold.relative)
+    return fold_scores(spec, anchors, sub, k, {}, output[torch.as_tensor(keep, device=output.device)], keep)
+
+
+def _candidates(spec: RouteSpec, anchors: Anchors, fold: Fold) -> tuple[list[Candidate], bool]:
+    if spec.path is not None:
+        return spec.path(fold), False
+    estimator, warned = fit_fold(spec, anchors, fold.train)
+    queries = take_rows(anchors.source, fold.queries)
+    if spec.family == "translation":
+        bridged = as_float_tensor(estimator.transform(queries), "bridged").detach()
+        return [({}, bridged.to(device=anchors.source64.device, dtype=torch.float64))], warned
+    sides = (estimator.transform(queries), estimator.transform_target(anchors.target))
+    left, right = (unit_rows(as_float_tensor(x, "relative").detach().double(), "relative", eps=1e-30) for x in sides)
+    return [({"estimator": estimator}, matmul(left, right.T))], warned
+
+
+def fold_scores(
+    spec: RouteSpec,
+    anchors: Anchors,
+    fold: Fold,
+    k: int,
+    params: dict[str, Any],
+    output: torch.Tensor,
+    keep: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """One candidate's per-item scores on one fold (``output``: bridged queries in the target's units for a
+    translation route, similarity rows against every target item for a relative route), and its fold's R^2."""
+    queries = fold.queries
+    if spec.family == "translation":
+        bridged = output
+        sims = translation_sims(bridged, anchors.pool)
+        errors = squared_errors(
+            bridged, anchors.target64[torch.as_tensor(queries, device=bridged.device)], anchors.target_scale
+        )
+        total, scaled_total = errors["sq_total"].sum(), errors["sq_total_scaled"].sum()
+        r2 = float(1.0 - errors["sq_error"].sum() / total) if total > 0 else math.nan
+        r2_scaled = float(1.0 - errors["sq_error_scaled"].sum() / scaled_total) if scaled_total > 0 else math.nan
+    else:
+        bridged, sims, r2, r2_scaled = None, output, None, None
+    items = item_scores(sims, queries, anchors.pool)
+    rows = torch.arange(len(queries), device=sims.device)
+    items["cosine"] = sims[rows, torch.as_tensor(queries, device=sims.device)].double().cpu().numpy()
+    others = anchors.others[k] if keep is None else anchors.others[k][keep]
+    own = sims[rows, torch.as_tensor(others, device=sims.device)][:, None]
+    shuffled_rank = 1 + (sims > own).sum(dim=1).double() + ((sims == own).sum(dim=1).double() - 1) / 2
+    items["shuffled_rr"] = (1.0 / shuffled_rank).cpu().numpy()
+    if anchors.reference is not None and (keep is None or spec.family != "relative"):
+        items["agreement"] = _agreement_items(spec, anchors, fold, params, bridged)
+    bridged32 = None if bridged is None else bridged.to(torch.float32)
+    return {"items": items, "r2": r2, "r2_scaled": r2_scaled, "bridged": bridged32}
+
+
+def pooled(folds: list[dict[str, Any]], score: str) -> float:
+    """A candidate's score pooled over every scored query (R^2: mean over folds); -inf when it has none."""
+    if score in ("r2", "r2_scaled"):
+        values = [f[score] for f in folds]
+        return -math.inf if any(v is None for v in values) else float(np.mean(values))
+    value = float(np.mean(np.concatenate([f["items"][ITEM_NAMES.get(score, score)] for f in folds])))
+    return -math.inf if value != value else value
+
+
+def summary(spec: RouteSpec, folds: list[dict[str, Any]], pool_size: int, params: dict[str, Any]) -> RouteScore:
+    """The row of a route: each score's mean and std over the folds, and its z against shuffled pairs."""
+
+    def spread(values: list[float]) -> tuple[float, float]:
+        return float(np.mean(values)), float(np.std(values))
+
+    values = {f: spread([float(np.mean(x["items"][n])) for x in folds]) for f, n in ITEM_NAMES.items()}
+    values["shuffled_mrr"] = spread([float(np.mean(x["items"]["shuffled_rr"])) for x in folds])
+    values["shuffled_top1"] = spread([float(np.mean(x["items"]["shuffled_rr"] == 1)) for x in folds])
+    if "agreement" in folds[0]["items"]:
+        values["agreement"] = spread([float(np.mean(x["items"]["agreement"])) for x in folds])
+    if spec.family == "translation":
+        values["r2"] = spread([x["r2"] for x in folds])
+        values["r2_scaled"] = spread([x["r2_scaled"] for x in folds])
+    shown = {key: value for key, value in params.items() if key != "estimator"}
+    score = RouteScore(spec.name, spec.family, spec.description, params=shown, **values)
+    rr = np.concatenate([x["items"]["rr"] for x in folds])
+    mean, variance = chance_mrr(pool_size)
+    score.chance_mrr = mean
+    score.z = float((rr.mean() - mean) / math.sqrt(variance / rr.size)) if variance > 0 else 0.0
+    score.clearly_better = bool(score.z >= CLEAR_Z and score.mrr[0] > score.shuffled_mrr[0])
+    return score
+
+
+def fit_fold(spec: RouteSpec, anchors: Anchors, train: np.ndarray, **params: Any) -> tuple[Any, bool]:
     """The route fitted on the training rows, and whether the fit warned of rank deficiency (counted, not shown)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RankDeficiencyWarning)
-        estimator = spec.build().fit(take_rows(anchors.source, train), take_rows(anchors.target, train))
+        estimator = spec.build(**params).fit(take_rows(anchors.source, train), take_rows(anchors.target, train))
     warned = any(issubclass(w.category, RankDeficiencyWarning) for w in caught)
     pass_through([w for w in caught if not issubclass(w.category, RankDeficiencyWarning)])
     return estimator, warned
 
 
-def _held_out_pair(spec: RouteSpec, estimator: Any, anchors: Anchors, held_out: np.ndarray) -> tuple[Any, Any]:
-    """The bridged held-out source anchors and their partners (relative target vectors for a relative route)."""
-    bridged = estimator.transform(take_rows(anchors.source, held_out))
-    partner = take_rows(anchors.target, held_out)
-    if spec.family == "relative":
-        partner = estimator.transform_target(partner)
-    return bridged, partner
-
-
-def _summary(spec: RouteSpec, folds: dict[str, list[float]], sizes: list[int]) -> RouteScore:
-    """The row of a route fitted on every fold: each score's mean and std over the folds, and its z."""
-    score = RouteScore(
-        spec.name,
-        spec.family,
-        spec.description,
-        **{name: (float(np.mean(values)), float(np.std(values))) for name, values in folds.items()},
+def _agreement_items(
+    spec: RouteSpec, anchors: Anchors, fold: Fold, params: dict[str, Any], bridged: torch.Tensor | None
+) -> np.ndarray:
+    """Per held-out query: 1 when the head's prediction from the bridged vector equals its prediction from the true
+    target vector. A relative route's output is read by a head trained on relative target vectors: here, a
+    ``LinearHead`` fitted on the training folds' relative target vectors to reproduce the user's head."""
+    reference, queries = anchors.reference, fold.queries
+    if spec.family != "relative":
+        vectors = bridged.to(torch.float32)
+        if isinstance(anchors.target, torch.Tensor):
+            vectors = vectors.to(anchors.target.device)
+        else:
+            vectors = vectors.cpu().numpy()
+        return (predictions(anchors.head, vectors) == reference[queries]).astype(np.float64)
+    estimator = params.get("estimator")
+    if estimator is None:
+        estimator, _ = fit_fold(spec, anchors, fold.train)
+    labels = reference[fold.train]
+    if np.unique(labels).size < 2:
+        return (labels[0] == reference[queries]).astype(np.float64)
+    proxy = LinearHead().fit(estimator.transform_target(take_rows(anchors.target, fold.train)), labels)
+    return (proxy.predict(estimator.transform(take_rows(anchors.source, queries))) == reference[queries]).astype(
+        np.float64
     )
-    if spec.family == "relative":  # R^2 of relative vectors says nothing about the target's space: not scored
-        score.r2 = score.shuffled_r2 = None
-    score.z = mrr_z_score(folds["mrr"], sizes)
-    score.chance_mrr = sum(chance_mrr(n)[0] * n for n in sizes) / sum(sizes)
-    score.clearly_better = bool(score.z >= CLEAR_Z and score.mrr[0] > score.shuffled_mrr[0])
-    return score
 
 
 def _words(error: Exception) -> str:
@@ -184,7 +326,7 @@ def anchor_budget(
     specs: list[RouteSpec], anchors: Anchors, counts: list[int], advance: Callable[[], None] = _nothing
 ) -> list[BudgetRow] | None:
     """The anchor-budget advice: every route cross-validated again with only ``count`` training anchors per fold
-    (drawn at random from the fold's training rows), scored on the same held-out folds; None without counts."""
+    (drawn at random from the fold's training rows), scored on the same held-out queries; None without counts."""
     if not counts:
         return None
     rng = np.random.default_rng(anchors.seed + 1)
@@ -193,63 +335,8 @@ def anchor_budget(
     for count in usable_counts(counts, anchors):
         subsets = [rng.choice(training_rows(anchors.parts, k), size=count, replace=False) for k in folds]
         results = [cross_validate_route(spec, anchors, subsets=subsets, advance=advance) for spec in specs]
-        # each route's primary score, comparable down a column
         rows.append(BudgetRow(count, {r.score.route: r.score.score(anchors.primary) for r in results}))
     return rows
-
-
-def _agreement(
-    spec: RouteSpec, estimator: Any, anchors: Anchors, train: np.ndarray, bridged: Any, held_out: np.ndarray
-) -> float:
-    """The head's prediction from the bridged vector vs from the true target vector, on the held-out anchors."""
-    head, target, reference = anchors.head, anchors.target, anchors.reference
-    if spec.family != "relative":
-        return agreement(predictions(head, bridged), reference[held_out])
-    # A relative route's output is read by a head trained on relative target vectors: here, a LinearHead fitted on
-    # the training folds to reproduce the user's head.
-    labels = reference[train]
-    if np.unique(labels).size < 2:
-        return agreement(np.full(len(held_out), labels[0]), reference[held_out])
-    proxy = LinearHead().fit(estimator.transform_target(take_rows(target, train)), labels)
-    return agreement(proxy.predict(bridged), reference[held_out])
-
-
-#: A relative route is chosen over the translation routes only when its held-out MRR beats the best translation
-#: route's by more than this many standard errors (paired over the held-out anchors).
-FAMILY_MARGIN = 2.0
-
-
-def choose_route(results: list[RouteResult], primary: str) -> tuple[RouteScore, bool]:
-    """The route the documented rule (``SELECTION_RULE``) picks, and whether it is clearly better than shuffled."""
-    rows = [result.score for result in results]
-    fitted = [r for r in rows if r.fitted]
-    if not fitted:
-        raise ValueError("routes: no route could be fitted: " + "; ".join(f"{r.route}: {r.error}" for r in rows))
-    clear = [r for r in fitted if r.clearly_better]
-    pool = clear or fitted
-    order = {id(r): i for i, r in enumerate(rows)}
-    if primary == "agreement":
-        return max(pool, key=lambda r: (r.agreement[0], r.mrr[0], -order[id(r)])), bool(clear)
-    per_item = {result.score.route: result.reciprocal_ranks for result in results}
-    family = "translation" if _translation_suffices(pool, per_item) else "relative"
-    pool = [r for r in pool if r.family == family]
-    score = "r2" if family == "translation" else "mrr"
-    return max(pool, key=lambda r: (r.score(score)[0], r.mrr[0], -order[id(r)])), bool(clear)
-
-
-def _translation_suffices(pool: list[RouteScore], per_item: dict[str, np.ndarray]) -> bool:
-    """Whether a translation route finds partners about as well as the best relative route: the best relative
-    route's gain in reciprocal rank over the best translation route, anchor by anchor, is not above
-    ``FAMILY_MARGIN`` standard errors."""
-    translation = [r for r in pool if r.family == "translation"]
-    relative = [r for r in pool if r.family == "relative"]
-    if not translation or not relative:
-        return bool(translation)
-    best_translation = max(translation, key=lambda r: r.mrr[0])
-    best_relative = max(relative, key=lambda r: r.mrr[0])
-    gain = per_item[best_relative.route] - per_item[best_translation.route]
-    error = gain.std(ddof=1) / np.sqrt(gain.size) if gain.size > 1 else 0.0
-    return not (gain.mean() > FAMILY_MARGIN * error and gain.mean() > 0)
 
 
 def pass_through(caught: list[warnings.WarningMessage]) -> None:

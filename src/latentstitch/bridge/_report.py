@@ -3,14 +3,22 @@ that ``latentstitch report`` renders."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.tables import table
 from latentstitch.bridge._results import RouteScore, Spread
+from latentstitch.bridge._select import rule_sentence
 
-_SCORE_COLUMNS = (("top1", "top-1"), ("mrr", "MRR"), ("cosine", "cosine"), ("r2", "R^2"))
+_SCORE_COLUMNS = (
+    ("mrr", "MRR"),
+    ("top1", "top-1"),
+    ("recall_at_k", "Recall@10"),
+    ("knn_jaccard", "kNN overlap"),
+    ("r2", "R^2"),
+)
 
 
 def chosen_row(bridge: Any) -> RouteScore:
@@ -27,30 +35,63 @@ def _cell(score: Spread | None) -> list[float] | None:
     return None if score is None else [score[0], score[1]]
 
 
+def _order_key(bridge: Any, row: RouteScore) -> tuple:
+    """Rows by the selection score, best first (failed routes last)."""
+    name = getattr(bridge, "selection_score_", _primary(bridge))
+    value = row.score(name) if row.fitted else None
+    return (not row.fitted, -(value[0] if value is not None and value[0] == value[0] else -math.inf))
+
+
+def _params(row: RouteScore) -> str:
+    params = getattr(row, "params", None) or {}
+    if "weights" in params:
+        return f"blend of {sum(w > 0 for w in params['weights'])}"
+    return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in params.items())
+
+
 def route_table(bridge: Any) -> dict[str, Any]:
-    """Every route tried, with each score's mean ± std over the folds beside shuffled pairs' MRR."""
+    """Every route tried, sorted by the selection score (best first), with each score's mean ± std over the folds;
+    the chosen route marked."""
     check_is_fitted(bridge, "routes_")
     with_head = bridge.criterion_ == "agreement"
-    columns = ["route", "family", *(title for _, title in _SCORE_COLUMNS)]
+    columns = ["route", "family", "parameters"]
     columns += ["head agreement"] if with_head else []
-    columns += ["MRR shuffled pairs", "z"]
+    columns += [title for _, title in _SCORE_COLUMNS]
+    columns += ["z"]
     rows = []
-    for row in bridge.routes_:
+    for row in sorted(bridge.routes_, key=lambda r: _order_key(bridge, r)):
         name = row.route + (" (chosen)" if row.chosen else " (failed)" if row.error else "")
-        cells = [name, row.family, *(_cell(row.score(key)) for key, _ in _SCORE_COLUMNS)]
+        cells = [name, row.family, _params(row)]
         cells += [_cell(row.agreement)] if with_head else []
-        shuffled = None if row.shuffled_mrr is None else row.shuffled_mrr[0]
-        cells += [shuffled, f"{row.z:.1f}" if row.fitted else None]
+        cells += [_cell(row.score(key)) for key, _ in _SCORE_COLUMNS]
+        cells += [f"{row.z:.1f}" if row.fitted else None]
         rows.append(cells)
-    folds = bridge.cv
     note = (
-        f"{bridge.n_anchors_} anchor pairs, {folds}-fold cross-validation: mean ± std over folds of held-out scores. "
-        "top-1 / MRR: how often a bridged source anchor finds its own partner among the held-out target anchors "
-        "(by cosine); cosine: to the partner; R^2: of the target vectors (translation routes); shuffled pairs give "
-        "MRR H_n/n; z: pooled MRR above shuffled pairs, in standard errors (clearly better: z >= 3). "
-        f"Rule: {bridge.selection_rule()}"
+        f"{bridge.n_anchors_} anchor pairs, {bridge.cv}-fold cross-validation: mean ± std over folds of held-out "
+        "scores, each held-out anchor bridged by a map fitted without it and compared with every target vector "
+        "given. MRR / top-1 / Recall@10: rank of its own target vector among them; kNN overlap: shared share of "
+        "its 10 nearest target vectors, bridged vs true; R^2: in the target's own units (translation routes); "
+        f"z: MRR above shuffled pairs, in standard errors (clearly better: z >= 3). {_blend_line(bridge)}"
+        f"{_rule_line(bridge)}"
     )
-    return table("Bridge routes (cross-validated on the anchors, no labels)", columns, rows, note)
+    return table("Bridge routes (cross-validated on the anchors, no labels), best first", columns, rows, note)
+
+
+def _blend_line(bridge: Any) -> str:
+    rows = [r for r in bridge.routes_ if "weights" in (getattr(r, "params", None) or {})]
+    if not rows:
+        return ""
+    params = rows[0].params
+    parts = [f"{w:.2f} x {r}" for r, w in zip(params["routes"], params["weights"], strict=True) if w > 0]
+    return f"{rows[0].route} = {' + '.join(parts)}. "
+
+
+def _rule_line(bridge: Any) -> str:
+    if not hasattr(bridge, "selection_score_"):
+        return "Rule: " + bridge.selection_rule()
+    return rule_sentence(bridge.selection_score_, with_head=bridge.criterion_ == "agreement") + (
+        " (the rule in full: latentstitch bridge fit --help)"
+    )
 
 
 def budget_table(bridge: Any) -> dict[str, Any] | None:
@@ -58,13 +99,13 @@ def budget_table(bridge: Any) -> dict[str, Any] | None:
     check_is_fitted(bridge, "routes_")
     if not bridge.budget_:
         return None
-    names = [row.route for row in bridge.routes_]
+    names = [row.route for row in bridge.routes_ if row.route in bridge.budget_[0].scores]
     primary = _primary(bridge)
     rows = [[entry.anchors, *(_cell(entry.get(name)) for name in names)] for entry in bridge.budget_]
     rows.append(
         [
             f"all ({bridge.n_anchors_ - bridge.n_anchors_ // bridge.cv} per fold)",
-            *(_cell(row.score(primary)) for row in bridge.routes_),
+            *(_cell(row.score(primary)) for row in bridge.routes_ if row.route in names),
         ]
     )
     return table(
@@ -94,21 +135,24 @@ def budget_advice(bridge: Any) -> str:
     )
 
 
-def bridge_report(bridge: Any, **about: Any) -> dict[str, Any]:
-    """The JSON results of a fitted bridge: ``{"kind": "bridge", "title", "tables", "notes", "choice", ...}``;
-    ``about`` adds entries (e.g. the source and target file names)."""
+def bridge_report(bridge: Any, *, cli: bool = False, **about: Any) -> dict[str, Any]:
+    """The JSON results of a fitted bridge: ``{"kind": "bridge", "title", "tables", "notes", "choice", "estimate",
+    ...}``; the quality estimate comes first in the notes. ``cli``: advice in command-line terms. ``about`` adds
+    entries (e.g. the source and target file names)."""
     check_is_fitted(bridge, "routes_")
     tables = [route_table(bridge)]
     budget = budget_table(bridge)
     if budget is not None:
         tables.append(budget)
     chosen = chosen_row(bridge)
+    estimate = getattr(bridge, "estimate_", None)
+    notes = ([estimate.sentence() + "."] if estimate is not None else []) + [choice_sentence(bridge, cli=cli)]
     return {
         "kind": "bridge",
         "title": f"Bridge: {bridge.n_features_source_}-d source -> {bridge.n_features_target_}-d target "
         f"({bridge.n_anchors_} anchor pairs)",
         "tables": tables,
-        "notes": [choice_sentence(bridge), *bridge.notes_],
+        "notes": [*notes, *bridge.notes_],
         "choice": {
             "route": bridge.route_,
             "family": bridge.family_,
@@ -116,23 +160,33 @@ def bridge_report(bridge: Any, **about: Any) -> dict[str, Any]:
             "criterion": bridge.criterion_,
             "scores": {key: _cell(chosen.score(key)) for key in ("top1", "mrr", "cosine", "r2", "agreement")},
         },
+        **({"estimate": estimate.to_dict()} if estimate is not None else {}),
         "selection_rule": bridge.selection_rule(),
         **about,
     }
 
 
-def choice_sentence(bridge: Any) -> str:
+def choice_sentence(bridge: Any, *, cli: bool = False) -> str:
     chosen = chosen_row(bridge)
-    consumer = (
-        "the old model's head or index reads the bridged vectors as they are"
-        if bridge.family_ == "translation"
-        else "train the consumer once on the target's relative vectors (Bridge.fit_head), then it reads the "
-        "bridged vectors"
-    )
-    scores = f"held-out top-1 {chosen.top1[0]:.3f}, MRR {chosen.mrr[0]:.3f}"
+    if bridge.family_ == "translation":
+        consumer = "the old model's head or index reads the bridged vectors as they are"
+    elif cli:
+        consumer = (
+            "retrain the old consumer once on the old model's vectors as this route reads them (`latentstitch bridge "
+            "apply BRIDGE OLD_VECTORS --target -o OUT`), then it reads `latentstitch bridge apply BRIDGE NEW -o OUT`"
+        )
+    else:
+        consumer = (
+            "train the consumer once on the target's relative vectors (Bridge.fit_head, or transform_target), then "
+            "it reads the bridged vectors"
+        )
+    scores = f"held-out MRR {chosen.mrr[0]:.3f}, top-1 {chosen.top1[0]:.3f}"
     if chosen.r2 is not None:
         scores += f", R^2 {chosen.r2[0]:.3f}"
     if chosen.agreement is not None:
         scores += f", head agreement {chosen.agreement[0]:.3f}"
+    params = _params(chosen)
     warning = "" if bridge.reliable_ else ", NOT clearly better than shuffled pairs"
-    return f"Chosen: {bridge.route_} ({bridge.family_}; {scores}){warning}: {consumer}."
+    return (
+        f"Chosen: {bridge.route_}{f' ({params})' if params else ''} ({bridge.family_}; {scores}){warning}: {consumer}."
+    )

@@ -53,6 +53,10 @@ class RouteScore:
     r2: Spread | None = None
     shuffled_r2: Spread | None = None
     agreement: Spread | None = None
+    recall_at_k: Spread | None = None
+    knn_jaccard: Spread | None = None
+    r2_scaled: Spread | None = None
+    params: dict[str, Any] = field(default_factory=dict)
     z: float = -math.inf
     chance_mrr: float | None = None
     clearly_better: bool = False
@@ -92,7 +96,7 @@ class RouteScore:
         return getattr(self, key)
 
 
-_SPREADS = (*SCORES, *(f"shuffled_{name}" for name in SCORES), "agreement")
+_SPREADS = (*SCORES, *(f"shuffled_{name}" for name in SCORES), "agreement", "recall_at_k", "knn_jaccard", "r2_scaled")
 _FIELDS = frozenset(f.name for f in fields(RouteScore))
 
 

@@ -28,9 +28,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from latentstitch.alignment import FunctionalMap, GeneralizedProcrustes, InverseRelativeProjection, UnpairedAlignment
+from latentstitch.bridge._folds import (
+    LOW_RANK_RIDGE,
+    low_rank_candidates,
+    procrustes_candidates,
+    relative_candidates,
+    ridge_candidates,
+)
 from latentstitch.bridge._relative import RelativeRoute
 from latentstitch.relative import SIMILARITIES
-from latentstitch.stitching import LatentTranslator, LeastSquares, LeastSquaresCV, Procrustes, ReducedRank, SparseLasso
+from latentstitch.stitching import (
+    LatentTranslator,
+    LeastSquares,
+    LeastSquaresCV,
+    Procrustes,
+    ReducedRank,
+    ResidualAdapter,
+    SparseLasso,
+)
 
 FAMILIES = ("translation", "relative")
 
@@ -41,23 +56,35 @@ class RouteSpec:
     ``Bridge(routes="auto")`` tries it."""
 
     name: str
-    factory: Callable[[], Any]
+    factory: Callable[..., Any]
     family: str
     description: str
     auto: bool
+    path: Callable[[Any], list] | None = None
 
-    def build(self) -> Any:
-        return self.factory()
+    def build(self, **params: Any) -> Any:
+        """An unfitted estimator, with the route's own parameters (e.g. ``ridge=0.01``) when given."""
+        params = {key: value for key, value in params.items() if key != "estimator"}
+        return self.factory(**params) if params else self.factory()
 
 
 ROUTES: dict[str, RouteSpec] = {}
 
 
 def register_route(
-    name: str, factory: Callable[[], Any], *, family: str = "translation", description: str = "", auto: bool = False
+    name: str,
+    factory: Callable[..., Any],
+    *,
+    family: str = "translation",
+    description: str = "",
+    auto: bool = False,
+    path: Callable[[Any], list] | None = None,
 ) -> RouteSpec:
     """Add a route under ``name``: ``factory()`` builds an unfitted estimator (a class with default arguments works).
-    ``auto=True`` adds it to the routes ``Bridge(routes="auto")`` tries."""
+    ``auto=True`` adds it to the routes ``Bridge(routes="auto")`` tries (``AUTO_ROUTES`` lists the built-in ones).
+    ``path(fold)``, optional: a fast path for cross-validation reading the fold's shared decompositions
+    (``latentstitch.bridge._folds``), returning ``[(params, output), ...]``: one entry per parameter setting, with
+    ``factory(**params)`` the estimator it stands for; without one, the route is fitted on every fold."""
     if family not in FAMILIES:
         raise ValueError(f"family: expected one of {', '.join(map(repr, FAMILIES))}; got {family!r}")
     if not isinstance(name, str) or not name or name == "auto":
@@ -66,7 +93,7 @@ def register_route(
         raise ValueError(f"a route named {name!r} is already registered")
     if not callable(factory):
         raise TypeError(f"factory: expected a callable that builds an estimator, got {type(factory).__name__}")
-    spec = RouteSpec(name, factory, family, description, auto)
+    spec = RouteSpec(name, factory, family, description, auto, path)
     ROUTES[name] = spec
     return spec
 
@@ -103,29 +130,69 @@ def resolve_routes(routes: str | Sequence[str]) -> list[RouteSpec]:
         raise ValueError(f"routes: expected 'auto', a route name or a list of route names, got {routes!r}")
     specs: dict[str, RouteSpec] = {}
     for name in names:
-        for spec in [s for s in ROUTES.values() if s.auto] if name == "auto" else [get_route(name)]:
+        for spec in (
+            [s for s in ROUTES.values() if s.auto or s.name in AUTO_ROUTES] if name == "auto" else [get_route(name)]
+        ):
             specs.setdefault(spec.name, spec)
     return list(specs.values())
 
 
 # --- the built-in routes ---------------------------------------------------------------------------------------
+#: The routes ``Bridge(routes="auto")`` tries: set from ``python -m benchmarks bridge_generalisation`` (a route that
+#: wins nowhere there is not tried). Edit this table to change them.
+AUTO_ROUTES = (
+    "ridge_raw",
+    "low_rank",
+    "procrustes",
+    "procrustes_scaled",
+    "relative",
+    "relative_centered",
+    "relative_robust",
+    "ensemble",
+)
+
+
+def _ridge(ridge: float = 0.01, standardize: bool = True) -> LatentTranslator:
+    return LatentTranslator(LeastSquares(ridge=ridge, ridge_units="relative"), standardize=standardize)
+
+
 register_route(
     "ridge",
-    lambda: LatentTranslator(LeastSquaresCV()),
-    description="ridge least squares between the standard-scaled sides, the ridge chosen by 5-fold CV on the anchors",
-    auto=True,
+    _ridge,
+    description="ridge least squares between the standard-scaled sides, the penalty chosen on the selection score "
+    "along the ridge path",
+    path=lambda fold: ridge_candidates(fold, True),
+)
+register_route(
+    "ridge_raw",
+    lambda ridge=0.01: _ridge(ridge, standardize=False),
+    description="ridge least squares on the raw vectors (every target feature weighted by its own variance), the "
+    "penalty chosen on the selection score along the ridge path",
+    path=lambda fold: ridge_candidates(fold, False),
+)
+register_route(
+    "low_rank",
+    lambda rank=32: ReducedRank(rank=rank, ridge=LOW_RANK_RIDGE, ridge_units="relative"),
+    description="low-rank affine map (reduced-rank ridge on the raw vectors), the rank chosen on the selection score",
+    path=low_rank_candidates,
 )
 register_route(
     "procrustes",
     lambda: LatentTranslator(Procrustes()),
     description="orthogonal map between the standard-scaled sides (Maiorca et al., NeurIPS 2023)",
-    auto=True,
+    path=lambda fold: procrustes_candidates(fold, scaled=False),
 )
 register_route(
     "procrustes_scaled",
     lambda: LatentTranslator(Procrustes(center=True, scale=True), standardize=False),
     description="orthogonal map with a shift and one isotropic scale, on the raw vectors",
-    auto=True,
+    path=lambda fold: procrustes_candidates(fold, scaled=True),
+)
+register_route(
+    "ridge_cv",
+    lambda: LatentTranslator(LeastSquaresCV()),
+    description="ridge least squares between the standard-scaled sides, the ridge chosen by its own 5-fold CV of "
+    "R^2 on standard-scaled targets (the bridge's earlier default)",
 )
 register_route(
     "least_squares",
@@ -148,21 +215,27 @@ register_route(
     lambda: RelativeRoute("cosine"),
     family="relative",
     description="cosine similarities to the anchors (Moschella et al., ICLR 2023)",
-    auto=True,
+    path=lambda fold: relative_candidates(fold, "plain"),
 )
 register_route(
     "relative_centered",
     lambda: RelativeRoute("cosine", center=True),
     family="relative",
     description="cosine similarities to the anchors, each side centred on its anchor mean",
-    auto=True,
+    path=lambda fold: relative_candidates(fold, "centered"),
 )
 register_route(
     "relative_robust",
     lambda: RelativeRoute(robust=True),
     family="relative",
     description="robust transform: each feature standardised on the anchors, then cosine (arXiv 2409.10967)",
-    auto=True,
+    path=lambda fold: relative_candidates(fold, "robust"),
+)
+register_route(
+    "mlp_adapter",
+    ResidualAdapter,
+    description="a small residual MLP on top of a ridge map, trained on the anchors with early stopping on a "
+    "held-out tenth (Drift-Adapter, EMNLP 2025)",
 )
 
 # --- latentstitch.alignment's estimators, as translation routes (tried when named) ----------------------------------

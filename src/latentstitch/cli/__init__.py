@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "reproduce": "latentstitch.cli.reproduce",
     "bridge": "latentstitch.cli.bridge",
     "compare": "latentstitch.cli.compare",
+    "layers": "latentstitch.cli.layers",
     "report": "latentstitch.cli.report",
 }
 

@@ -3,9 +3,9 @@
     latentstitch report [RESULTS_DIR] [-o report.html]
 
 Reads every result JSON under RESULTS_DIR: the results.json of each reproduction (latentstitch reproduce) and the
-JSON outputs of `latentstitch bridge fit` and `compare`. The page shows, per reproduction, the paper's patterns beside
-ours with held / not held marks, the setting and how it differs from the paper, the tables and the figures, with a
-table of contents in a sidebar. Figures are embedded, so the file can be mailed or opened offline.
+JSON outputs of `latentstitch bridge fit`, `compare` and `layers`. The page shows, per reproduction, the paper's
+patterns beside ours with held / not held marks, the setting and how it differs from the paper, the tables and the
+figures, with a table of contents in a sidebar. Figures are embedded, so the file can be mailed or opened offline.
 
 RESULTS_DIR defaults to ./latentstitch-results (where reproduce writes) when it exists, else ./results (the
 repository's committed full runs).
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from latentstitch.cli.options import UsageError, output_file, refuse_overwrite
 
-HELP = "one self-contained HTML page over reproductions' results and bridge/compare outputs"
+HELP = "one self-contained HTML page over reproductions' results and bridge/compare/layers outputs"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

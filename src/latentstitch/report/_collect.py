@@ -2,7 +2,8 @@
 the page cannot show (listed at its end with the reason, never skipped in silence).
 
 A folder is shown as one of:
-- a JSON result: a reproduction's ``results.json`` (``"kind": "reproduction"``), a ``bridge`` or ``compare`` output;
+- a JSON result: a reproduction's ``results.json`` (``"kind": "reproduction"``), a ``bridge``, ``compare`` or
+  ``layers`` output;
 - a measurement: a folder whose markdown (``results.md``, ``table.md``) reports it, with its images (the folder's
   ``results.json`` of another shape holds the numbers; it is named, not drawn);
 - images only: a folder of figures.
@@ -20,7 +21,7 @@ from latentstitch.report._html import is_image
 from latentstitch.report._markdown import title_and_body
 
 #: The kinds of result JSON file the report renders.
-KINDS = ("reproduction", "demo", "bridge", "compare")
+KINDS = ("reproduction", "demo", "bridge", "compare", "layers")
 #: The kind of a folder reported by its markdown (no result JSON file).
 MEASUREMENT = "measurement"
 CHECKPOINT = "checkpoint"  # experiments' folder of the finished stages of an interrupted run
@@ -224,6 +225,7 @@ def _collect_folder(folder: Path, collection: Collection) -> None:
 def _named_files(data: dict[str, Any]) -> set[str]:
     """The files a bridge / compare output names (its inputs, the saved bridge): not results, but accounted for."""
     names = [data.get(key) for key in ("source", "target", "bridge_file", "a", "b")]
+    names += list(data.get("models") or []) if data.get("kind") == "layers" else []
     names += [str(line).split(":")[0] for line in data.get("files", []) or []]
     return {Path(str(name)).name for name in names if name}
 

@@ -17,7 +17,7 @@ from latentstitch.report._tables import html_table
 GROUPS = (
     ("reproductions", "Reproductions", ("reproduction", "demo")),
     ("bridges", "Bridges", ("bridge",)),
-    ("comparisons", "Comparisons", ("compare",)),
+    ("comparisons", "Comparisons", ("compare", "layers")),
     ("measurements", "Other measurements", (MEASUREMENT,)),
 )
 
@@ -74,7 +74,7 @@ def counts(result: ResultFile) -> tuple[int, int, int, int]:
 
 
 def run_label(result: ResultFile) -> str:
-    if result.kind in ("bridge", "compare", MEASUREMENT):
+    if result.kind in ("bridge", "compare", "layers", MEASUREMENT):
         return result.kind
     if result.smoke:
         return "quick run (smoke test)"
@@ -203,6 +203,12 @@ def _compare(result: ResultFile) -> str:
     return files + _tables(result) + bullets([escape(n) for n in result.notes])
 
 
+def _layers(result: ResultFile) -> str:
+    """Every layer pair of two models: the heatmaps first, then the matrices and the notes."""
+    data = f'<p class="note">Inputs: {escape(result.data.get("data", ""))}</p>' if result.data.get("data") else ""
+    return data + _figures(result.figures) + _tables(result) + bullets([escape(n) for n in result.notes])
+
+
 def _measurement(result: ResultFile) -> str:
     used: set[str] = set()
     parts = []
@@ -223,5 +229,5 @@ def _measurement(result: ResultFile) -> str:
 
 def body(result: ResultFile) -> str:
     """The section's content below its heading."""
-    render = {"bridge": _bridge, "compare": _compare, MEASUREMENT: _measurement}.get(result.kind, _reproduction)
-    return render(result)
+    render = {"bridge": _bridge, "compare": _compare, "layers": _layers, MEASUREMENT: _measurement}
+    return render.get(result.kind, _reproduction)(result)

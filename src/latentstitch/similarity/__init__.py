@@ -6,7 +6,8 @@ value is real: ``permutation_test``, ``bootstrap_ci``, ``StreamingBootstrap`` an
 Every index is a pure function ``f(x, y)`` of two representations of the same samples (rows): numpy in, float out;
 torch in, 0-d tensor out (differentiable where ``MEASURES[name].differentiable``). ``MEASURES`` holds each one's
 kind, range, symmetry, centring and invariances (``latentstitch.invariance`` names). ``compare`` computes several
-at once, ``pairwise`` the matrix over many representations (``heatmap`` draws it), and the ``Streaming*`` classes the
+at once, ``pairwise`` the matrix over many representations (``heatmap`` draws it), ``layer_similarity`` every layer
+pair of two torch models in one streamed pass (forward hooks, moments only), and the ``Streaming*`` classes the
 moment-based ones chunk by chunk with ``update``/``compute``, equal to the one-shot value.
 """
 
@@ -19,6 +20,15 @@ from latentstitch.similarity._deconfounded import deconfounded_cka
 from latentstitch.similarity._distance_correlation import distance_correlation
 from latentstitch.similarity._gulp import gulp
 from latentstitch.similarity._heatmap import heatmap
+from latentstitch.similarity._layer_cluster import layer_moments_on_cluster
+from latentstitch.similarity._layer_moments import LayerMoments
+from latentstitch.similarity._layer_similarity import (
+    LAYER_MEASURES,
+    LayerSimilarity,
+    layer_moments,
+    layer_similarity,
+    layer_similarity_from_moments,
+)
 from latentstitch.similarity._matching import aligned_cosine, correlation_match, permutation_metric
 from latentstitch.similarity._neighborhood_measures import (
     cknna,
@@ -58,10 +68,13 @@ from latentstitch.similarity._subspace import eigenspace_overlap, ensd
 
 __all__ = [
     "DEFAULT_MEASURES",
+    "LAYER_MEASURES",
     "MEASURES",
     "SAME_SPACE_MEASURES",
     "BootstrapCI",
     "Comparison",
+    "LayerMoments",
+    "LayerSimilarity",
     "MeasureSpec",
     "PairwiseTest",
     "PermutationTest",
@@ -101,6 +114,10 @@ __all__ = [
     "is_trivial",
     "jaccard_at_k",
     "knn_jaccard",
+    "layer_moments",
+    "layer_moments_on_cluster",
+    "layer_similarity",
+    "layer_similarity_from_moments",
     "matched_cosine",
     "minibatch_cka",
     "mrr",

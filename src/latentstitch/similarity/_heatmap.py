@@ -25,6 +25,7 @@ def heatmap(
     kind: str | None = None,
     value_range: tuple[float, float] | None = None,
     marks: np.ndarray | None = None,
+    axis_labels: tuple[str, str] | None = None,
 ) -> Path:
     """Write a matrix of similarities as a labelled heatmap PNG (rows: first argument, columns: second).
 
@@ -40,6 +41,8 @@ def heatmap(
     kind, value_range : ``"similarity"`` or ``"distance"`` and the colour scale's range (default: the measure's,
         else similarity in [0, 1]).
     marks : a boolean matrix of cells to star (default for a test: ``p_values < 0.05``).
+    axis_labels : the rows' and the columns' axis titles (default: "representation (first argument)", "(second
+        argument)"), e.g. the two models' names.
 
     Returns
     -------
@@ -74,16 +77,22 @@ def heatmap(
     low = finite[0] if len(finite) == 2 else np.nanmin(matrix)
     high = finite[-1] if len(finite) == 2 else np.nanmax(matrix)
     image = axes.imshow(matrix, cmap="viridis" if kind == "similarity" else "viridis_r", vmin=low, vmax=high)
-    axes.set_xticks(range(k), column_labels, rotation=90 if k > 6 else 0)
+    # Long or many column names would overlap side by side: slant them, anchored at their right end.
+    slanted = k > 6 or max(len(str(label)) for label in column_labels) * k > 40
+    axes.set_xticks(range(k), column_labels, rotation=45 if slanted else 0, ha="right" if slanted else "center")
     axes.set_yticks(range(m), labels)
-    axes.set_xlabel("representation (second argument)")
-    axes.set_ylabel("representation (first argument)")
+    row_title, column_title = axis_labels or ("representation (first argument)", "representation (second argument)")
+    axes.set_xlabel(column_title)
+    axes.set_ylabel(row_title)
     axes.set_title(title)
     if max(m, k) <= 12:
         for i in range(m):
             for j in range(k):
                 star = "*" if marks is not None and marks[i, j] else ""
-                axes.text(j, i, f"{matrix[i, j]:.2f}{star}", ha="center", va="center", color="w", fontsize=8)
+                # Dark text on the colour map's bright end, white on its dark end.
+                red, green, blue, _ = image.cmap(image.norm(matrix[i, j]))
+                ink = "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
+                axes.text(j, i, f"{matrix[i, j]:.2f}{star}", ha="center", va="center", color=ink, fontsize=8)
     figure.colorbar(image, ax=axes, label=kind)
     figure.tight_layout()
     return write_figure(figure, path, dpi=120)

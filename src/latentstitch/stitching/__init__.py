@@ -60,6 +60,7 @@ multi-layer stitching ``_connectors``, ``_multilayer``.
 
 from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch.stitching._activations import get_activations
+from latentstitch.stitching._adapter import ResidualAdapter
 from latentstitch.stitching._base import AffineMap
 from latentstitch.stitching._connectors import CONNECTORS, RelativeConnector
 from latentstitch.stitching._direct import fit_direct
@@ -101,6 +102,7 @@ __all__ = [
     "RankDeficiencyWarning",
     "ReducedRank",
     "RelativeConnector",
+    "ResidualAdapter",
     "RidgePath",
     "SparseLasso",
     "SparsityResult",

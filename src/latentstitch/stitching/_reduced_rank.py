@@ -11,8 +11,17 @@ from sklearn.utils.validation import check_is_fitted
 from latentstitch._core.arrays import as_float_tensor
 from latentstitch._core.least_squares import solve_least_squares
 from latentstitch._core.moments import CrossMoments
-from latentstitch._core.params import Rule, check_bool, check_nonnegative, check_positive_int, optional, rule
+from latentstitch._core.params import (
+    Rule,
+    check_bool,
+    check_choice,
+    check_nonnegative,
+    check_positive_int,
+    optional,
+    rule,
+)
 from latentstitch.stitching._base import _MomentStitcher, intercept_for
+from latentstitch.stitching._least_squares import RIDGE_UNITS, gram_ridge
 
 
 class ReducedRank(_MomentStitcher):
@@ -35,7 +44,10 @@ class ReducedRank(_MomentStitcher):
     bias : bool
         Fit an intercept (default, as ``LeastSquares``); the paper's ``ls_sum`` had none (``bias=False``).
     ridge : float
-        L2 penalty of the underlying least-squares map (reduced-rank ridge regression).
+        L2 penalty of the underlying least-squares map (reduced-rank ridge regression), in ``ridge_units``.
+    ridge_units : {"gram", "relative"}
+        As in ``LeastSquares``: "gram" (default) adds ``ridge`` to the Gram matrix's eigenvalues as it is;
+        "relative" makes it a fraction of their mean (scale-free).
 
     Attributes
     ----------
@@ -56,15 +68,17 @@ class ReducedRank(_MomentStitcher):
 
     _products = ("aa", "ab")
 
-    def __init__(self, rank: int | None, bias: bool = True, ridge: float = 0.0):
+    def __init__(self, rank: int | None, bias: bool = True, ridge: float = 0.0, ridge_units: str = "gram"):
         self.rank = rank
         self.bias = bias
         self.ridge = ridge
+        self.ridge_units = ridge_units
 
     _parameter_constraints: ClassVar[dict[str, Rule]] = {
         "rank": optional(check_positive_int),
         "bias": rule(check_bool),
         "ridge": rule(check_nonnegative),
+        "ridge_units": rule(check_choice, choices=RIDGE_UNITS),
     }
 
     def _check_loaded(self) -> None:
@@ -76,7 +90,11 @@ class ReducedRank(_MomentStitcher):
                 raise ValueError(f"{name} has shape {tuple(value.shape)}, expected {shape} for a {p} -> {q} map")
 
     def _solve(self, moments: CrossMoments, *, input_dtype: torch.dtype) -> dict[str, Any]:
-        full, _, rank = solve_least_squares(moments, bias=self.bias, ridge=float(self.ridge))
+        ridge = float(self.ridge)
+        if self.ridge_units == "relative" and ridge > 0:
+            diagonal = moments.centered_aa_diag() if self.bias else moments.raw_aa_diag()
+            ridge = gram_ridge(ridge, "relative", float(diagonal.sum()), diagonal.shape[0])
+        full, _, rank = solve_least_squares(moments, bias=self.bias, ridge=ridge)
         k = self._components_for(*full.shape)
         gram = moments.centered_aa() if self.bias else moments.raw_aa()
         fitted_gram = full.T @ gram @ full

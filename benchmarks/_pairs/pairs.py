@@ -1,0 +1,64 @@
+"""The encoder pairs of the generalisation benchmark and their fixed development / validation split.
+
+A pair is two spaces of one item set; both orders (each side as the new model, ``source``) are run. The split is
+over unordered pairs (both directions of a pair are in the same half, so the rule never sees one direction of a
+validation pair), fixed before any result was looked at: within each modality the pairs are ordered by the
+SHA-256 of their name and alternate development, validation, development, ... (balanced over modalities).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two spaces of ``item_set``; ``modality`` is text, image, words or cross-lingual."""
+
+    item_set: str
+    first: str
+    second: str
+    modality: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.item_set}:{self.first}|{self.second}"
+
+    def directions(self) -> list[tuple[str, str]]:
+        """(source, target) in both orders: the new model's vectors are bridged into the old model's space."""
+        return [(self.first, self.second), (self.second, self.first)]
+
+
+PAIRS: tuple[Pair, ...] = (
+    Pair("bbc", "minilm-l6", "paraphrase-minilm-l3", "text"),
+    Pair("bbc", "e5-small", "use-m3", "text"),
+    Pair("bbc", "minilm-l6", "e5-small", "text"),
+    Pair("bible", "minilm-l6", "use-m3", "text"),
+    Pair("bible", "paraphrase-minilm-l3", "e5-small", "text"),
+    Pair("bible", "minilm-l6", "e5-small", "text"),
+    Pair("fashion", "efficientnet-lite0", "efficientnet-lite1", "image"),
+    Pair("mnist", "efficientnet-lite0", "efficientnet-lite1", "image"),
+    Pair("words-gs", "GloVe", "spaCy", "words"),
+    Pair("words-fw", "fastText", "word2vec", "words"),
+    Pair("bible", "use-m3@es", "minilm-l6", "cross-lingual"),
+    Pair("bible", "e5-small@es", "paraphrase-minilm-l3", "cross-lingual"),
+)
+
+
+def _digest(name: str) -> str:
+    return hashlib.sha256(name.encode()).hexdigest()
+
+
+def split_pairs(pairs: tuple[Pair, ...] = PAIRS) -> dict[str, list[Pair]]:
+    """``{"development": [...], "validation": [...]}``: per modality, by hash order, alternating."""
+    halves: dict[str, list[Pair]] = {"development": [], "validation": []}
+    for modality in dict.fromkeys(p.modality for p in pairs):
+        ordered = sorted((p for p in pairs if p.modality == modality), key=lambda p: _digest(p.name))
+        for i, pair in enumerate(ordered):
+            halves["development" if i % 2 == 0 else "validation"].append(pair)
+    return halves
+
+
+def half_of(pair: Pair) -> str:
+    return next(half for half, members in split_pairs().items() if pair in members)

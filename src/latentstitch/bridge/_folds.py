@@ -1,0 +1,287 @@
+"""One fold of the bridge's cross-validation, with the decompositions every linear route shares.
+
+Per fold and per scaling (raw vectors, or each side standard-scaled with the training rows' statistics as
+``LatentTranslator`` does), the centred training source is decomposed once, ``Xc = U diag(sqrt(e)) V^T`` (from the
+eigendecomposition of the smaller of ``Xc^T Xc`` and ``Xc Xc^T``), and ``A = V^T Xc^T Yc`` is formed once. Then
+
+- ridge at every penalty r (fractions of the mean eigenvalue, ``ridge_units="relative"``) costs one diagonal scale:
+  ``pred(r) = Xq V diag(1 / (e + r trace / p)) A + mean_y`` (the ridge path, no inner cross-validation);
+- Procrustes is the polar factor of ``Xc^T Yc = V A``, i.e. of the small matrix ``A``: ``W = V P Q^T`` from
+  ``A = P S Q^T``;
+- reduced rank (rank k, light ridge) keeps the top k right singular vectors of the fitted values
+  ``diag(sqrt(e) / (e + r)) A``: every rank from one decomposition.
+
+Each returns the bridged held-out queries in the target's units, exactly what the route's estimator fitted on the
+fold's training rows returns (``tests/bridge/test_bridge_fast_paths.py``), except where the map is not unique (fewer
+anchors than features): Procrustes then maps the directions no training anchor spans to zero (the minimum-norm
+optimum) instead of an arbitrary completion.
+
+Relative routes: a relative vector's coordinates are similarities to the training anchors, so the cosine between a
+bridged query's relative vector and a target item's is ``phi(x)^T M phi(y) / (|r_s(x)| |r_t(y)|)`` with
+``M = Phi_s^T Phi_t`` over the training anchors (p x q), where ``phi`` normalises a row (after centring, or after
+the robust per-feature standardisation). ``M`` is the all-anchor product less the held-out rows' (a downdate), so
+all three relative routes cost a few p x q products per fold instead of N x N similarity matrices. While
+cross-validating, ``phi``'s centre and feature scales are the all-anchor statistics (label-free; the anchor set
+itself is the fold's), and above ``EXACT_NORMS`` multiply-adds the target items' relative norms come from the
+all-anchor Gram matrix (the held-out rows' share of every norm is near the same fraction, which does not change the
+ranking much).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from latentstitch._core.numerics import matmul
+from latentstitch.relative import SPREAD_FLOOR, floored_spread
+
+#: Ridge penalties tried on the ridge path, in relative units (fractions of the mean eigenvalue of the training
+#: Gram matrix): a decade apart.
+RIDGES = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
+#: Ranks tried by the low-rank route (those below min(p, q, training anchors), and that minimum itself when it is not
+#: above the largest), and its light ridge.
+RANKS = (4, 8, 16, 32, 64, 128, 256)
+LOW_RANK_RIDGE = 1e-3
+#: Above this many multiply-adds (N items x training anchors x target features) a relative route's target norms
+#: are taken from the all-anchor Gram matrix while cross-validating.
+EXACT_NORMS = 1e9
+
+Candidate = tuple[dict[str, Any], torch.Tensor]  # (route parameters, bridged queries or similarity rows)
+
+
+@dataclass
+class Basis:
+    mean_x: torch.Tensor
+    scale_x: torch.Tensor
+    mean_y: torch.Tensor
+    scale_y: torch.Tensor
+    eigenvalues: torch.Tensor | None  # (m,); None in a frame without decomposition
+    a: torch.Tensor  # (m, q): V^T Xc^T Yc (target centred, not scaled)
+    queries: torch.Tensor  # (n_q, m): scaled, centred queries in the basis V
+    trace: float
+    features: int
+    polar: dict[bool, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+
+
+@dataclass
+class PartMoments:
+    """Per fold of the anchors (a *part*), sums and second moments about the all-anchor means (float64): a training
+    set's Gram and cross products are the sum over its parts, so the products cost one pass over the anchors in all,
+    not one per fold."""
+
+    source: torch.Tensor
+    target: torch.Tensor
+    parts: list[np.ndarray]
+
+    def __post_init__(self) -> None:
+        self.shift_x, self.shift_y = self.source.mean(dim=0), self.target.mean(dim=0)
+        self.stats = []
+        for rows in self.parts:
+            index = torch.as_tensor(rows, device=self.source.device)
+            x, y = self.source[index] - self.shift_x, self.target[index] - self.shift_y
+            self.stats.append((len(rows), x.sum(0), y.sum(0), matmul(x.T, x), matmul(x.T, y), y.pow(2).sum(0)))
+
+    def training(self, k: int) -> tuple[torch.Tensor, ...]:
+        """Mean of x and y, centred Gram of x, centred cross product, per-feature sum of squares of centred y."""
+        rest = [st for j, st in enumerate(self.stats) if j != k]
+        n = sum(st[0] for st in rest)
+        sx, sy, xx, xy, yy = (sum(st[i] for st in rest) for i in range(1, 6))
+        mx, my = sx / n, sy / n
+        return (
+            mx + self.shift_x,
+            my + self.shift_y,
+            xx - n * torch.outer(mx, mx),
+            xy - n * torch.outer(mx, my),
+            (yy - n * my**2),
+        )
+
+
+@dataclass
+class Fold:
+    """One fold: the training rows, the scored held-out rows (``queries``), the data in float64, the fit's relative
+    cache and, for a fold of the plain k-fold split (``part`` = k), the anchors' part moments."""
+
+    source: torch.Tensor
+    target: torch.Tensor
+    train: np.ndarray
+    queries: np.ndarray
+    relative: Any  # RelativeCache of the fit
+    moments: PartMoments | None = None
+    part: int | None = None
+    _bases: dict[Any, Basis] = field(default_factory=dict)
+
+    def basis(self, standardize: bool) -> Basis:
+        """The eigendecomposition basis (ridge path, low rank)."""
+        if standardize not in self._bases:
+            self._bases[standardize] = _basis(self, standardize)
+        return self._bases[standardize]
+
+    def frame(self, standardize: bool) -> Basis:
+        """Coordinates where ``a`` is the centred cross product ``Xc^T Yc`` (Procrustes): the basis when there are
+        fewer anchors than features, else the features themselves (no decomposition needed)."""
+        if standardize in self._bases or len(self.train) < self.source.shape[1]:
+            return self.basis(standardize)
+        key = ("frame", standardize)
+        if key not in self._bases:
+            self._bases[key] = _basis(self, standardize, decompose=False)
+        return self._bases[key]
+
+
+def _scales(variance: torch.Tensor, standardize: bool) -> torch.Tensor:
+    return floored_spread(variance.clamp(min=0).sqrt(), SPREAD_FLOOR) if standardize else torch.ones_like(variance)
+
+
+def _basis(fold: Fold, standardize: bool, decompose: bool = True) -> Basis:
+    n, p = len(fold.train), fold.source.shape[1]
+    if fold.moments is not None and fold.part is not None and n >= p:
+        mean_x, mean_y, xx, xy, yy = fold.moments.training(fold.part)
+        scale_x, scale_y = _scales(xx.diagonal() / n, standardize), _scales(yy / n, standardize)
+        trace = float((xx.diagonal() / scale_x**2).sum())
+        if not decompose:
+            queries = (fold.source[torch.as_tensor(fold.queries, device=xx.device)] - mean_x) / scale_x
+            return Basis(mean_x, scale_x, mean_y, scale_y, None, xy / scale_x[:, None], queries, trace, p)
+        e, v = torch.linalg.eigh(xx / torch.outer(scale_x, scale_x))
+        e = e.clamp(min=0)
+        a = v.T @ (xy / scale_x[:, None])
+    else:
+        index = torch.as_tensor(fold.train, device=fold.source.device)
+        x, y = fold.source[index], fold.target[index]
+        mean_x, mean_y = x.mean(dim=0), y.mean(dim=0)
+        xc, yc = x - mean_x, y - mean_y
+        scale_x, scale_y = _scales(xc.pow(2).mean(dim=0), standardize), _scales(yc.pow(2).mean(dim=0), standardize)
+        xc = xc / scale_x
+        trace = float(xc.pow(2).sum())
+        if n >= p:
+            e, v = torch.linalg.eigh(matmul(xc.T, xc))
+            e = e.clamp(min=0)
+            a = v.T @ matmul(xc.T, yc)
+        else:  # fewer rows than features: the n x n kernel, V = Xc^T U / sqrt(e) on its non-null directions
+            e, u = torch.linalg.eigh(matmul(xc, xc.T))
+            keep = e > n * torch.finfo(e.dtype).eps * max(float(e.max()), 0.0)
+            e, u = e[keep], u[:, keep]
+            v = (xc.T @ u) / e.sqrt()
+            a = e.sqrt()[:, None] * (u.T @ yc)
+    queries = ((fold.source[torch.as_tensor(fold.queries, device=v.device)] - mean_x) / scale_x) @ v
+    return Basis(mean_x, scale_x, mean_y, scale_y, e, a, queries, trace, p)
+
+
+def ridge_candidates(fold: Fold, standardize: bool, ridges=RIDGES) -> list[Candidate]:
+    """Ridge least squares at every penalty (``LeastSquares(ridge=r, ridge_units="relative")``, standard-scaled
+    sides like ``LatentTranslator`` with ``standardize``)."""
+    b = fold.basis(standardize)
+    out = []
+    for r in ridges:
+        penalty = r * b.trace / b.features
+        weights = 1.0 / (b.eigenvalues + penalty)
+        out.append(({"ridge": float(r)}, (b.queries * weights) @ b.a + b.mean_y))
+    return out
+
+
+def thin_svd(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``P``, singular values, ``Q^T`` of a small matrix ``a`` (m, q) without its null directions, from the
+    eigendecomposition of the smaller of ``a a^T`` and ``a^T a``."""
+    m, q = a.shape
+    gram = a @ a.T if m <= q else a.T @ a
+    s2, vectors = torch.linalg.eigh(gram)
+    s2, vectors = s2.flip(0), vectors.flip(1)
+    keep = s2 > max(m, q) * torch.finfo(s2.dtype).eps * max(float(s2.max()), 0.0)
+    s = s2[keep].sqrt()
+    if m <= q:
+        p = vectors[:, keep]
+        return p, s, (p.T @ a) / s[:, None]
+    qt = vectors[:, keep].T
+    return (a @ qt.T) / s, s, qt
+
+
+def top_right_vectors(a: torch.Tensor, k: int, iterations: int = 3, oversample: int = 16) -> torch.Tensor:
+    """(k, q) top right singular vectors of ``a`` (m, q) by seeded randomised subspace iteration (exact when
+    ``k + oversample`` reaches min(m, q))."""
+    width = min(k + oversample, *a.shape)
+    if width == min(a.shape):
+        return thin_svd(a)[2][:k]
+    generator = torch.Generator(device=a.device).manual_seed(0)
+    basis = torch.randn(a.shape[1], width, generator=generator, device=a.device, dtype=a.dtype)
+    for _ in range(iterations):
+        basis = torch.linalg.qr(a.T @ (a @ basis)).Q
+    _, _, qt = thin_svd(a @ basis)
+    return (qt @ basis.T)[:k]
+
+
+def _polar(b: Basis, scaled_target: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    if scaled_target not in b.polar:
+        b.polar[scaled_target] = thin_svd(b.a / b.scale_y if scaled_target else b.a)
+    return b.polar[scaled_target]
+
+
+def procrustes_candidates(fold: Fold, scaled: bool) -> list[Candidate]:
+    """``scaled=False``: ``LatentTranslator(Procrustes())`` (standard-scaled sides, orthogonal map);
+    ``scaled=True``: ``Procrustes(center=True, scale=True)`` on the raw vectors."""
+    b = fold.frame(not scaled)
+    p, s, qt = _polar(b, scaled_target=not scaled)
+    rotated = (b.queries @ p) @ qt
+    if scaled:
+        return [({}, rotated * (float(s.sum()) / b.trace) + b.mean_y)]
+    return [({}, rotated * b.scale_y + b.mean_y)]
+
+
+def low_rank_candidates(fold: Fold, ranks=RANKS, ridge: float = LOW_RANK_RIDGE) -> list[Candidate]:
+    """``ReducedRank(rank=k, ridge=ridge, ridge_units="relative")`` on the raw vectors, for every usable rank."""
+    b = fold.basis(False)
+    weights = 1.0 / (b.eigenvalues + ridge * b.trace / b.features)
+    fitted = (b.eigenvalues.sqrt() * weights)[:, None] * b.a  # its Gram is the fitted values' Gram
+    limit = min(fitted.shape[0], b.features, b.a.shape[1])
+    usable = [k for k in ranks if k < limit] + ([limit] if limit <= max(ranks) else [])
+    qt = top_right_vectors(fitted, max(usable))
+    full = (b.queries * weights) @ b.a  # (n_q, q) before truncation
+    projected = full @ qt.T  # coordinates on the components, by decreasing singular value
+    return [({"rank": int(k)}, projected[:, :k] @ qt[:k] + b.mean_y) for k in usable]
+
+
+@dataclass
+class RelativeCache:
+    """Per relative variant, the all-anchor products the folds downdate (built lazily, once per fit)."""
+
+    source: torch.Tensor  # compute dtype
+    target: torch.Tensor
+    _phi: dict[str, tuple[torch.Tensor, ...]] = field(default_factory=dict)
+
+    def phi(self, variant: str) -> tuple[torch.Tensor, ...]:
+        """(phi of every source anchor, of every target item, M over all anchors, target norms over all anchors,
+        the source's Gram matrix ``Phi_s^T Phi_s`` over all anchors)."""
+        if variant not in self._phi:
+            s, t = _phi(self.source, variant), _phi(self.target, variant)
+            m = matmul(s.T, t)
+            norms = (matmul(t, matmul(t.T, t)) * t).sum(dim=1).clamp(min=0).sqrt()
+            self._phi[variant] = (s, t, m, norms, matmul(s.T, s))
+        return self._phi[variant]
+
+
+def _phi(x: torch.Tensor, variant: str) -> torch.Tensor:
+    if variant == "centered":
+        x = x - x.mean(dim=0)
+    elif variant == "robust":
+        x = (x - x.mean(dim=0)) / floored_spread(x.std(dim=0, correction=0), SPREAD_FLOOR)
+    return x / torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp(min=1e-30)
+
+
+def relative_candidates(fold: Fold, variant: str) -> list[Candidate]:
+    """Similarity rows (queries x all N target items) of a relative route: cosine (``"plain"``), centred
+    (``"centered"``) or robust (``"robust"``) relative vectors over the fold's training anchors."""
+    s, t, m_all, norms_all, gram_all = fold.relative.phi(variant)
+    n = s.shape[0]
+    train = torch.as_tensor(fold.train, device=s.device)
+    if len(fold.train) * 2 < n:
+        m, gram = matmul(s[train].T, t[train]), matmul(s[train].T, s[train])
+    else:
+        rest = torch.as_tensor(np.setdiff1d(np.arange(n), fold.train), device=s.device)
+        m, gram = m_all - matmul(s[rest].T, t[rest]), gram_all - matmul(s[rest].T, s[rest])
+    if n * len(fold.train) * t.shape[1] <= EXACT_NORMS:
+        norms = torch.linalg.vector_norm(matmul(t, t[train].T), dim=1)
+    else:
+        norms = norms_all * np.sqrt(len(fold.train) / n)
+    queries = s[torch.as_tensor(fold.queries, device=s.device)]
+    query_norms = (matmul(queries, gram) * queries).sum(dim=1).clamp(min=0).sqrt()
+    return [({}, matmul(matmul(queries, m), t.T) / norms.clamp(min=1e-30) / query_norms[:, None].clamp(min=1e-30))]

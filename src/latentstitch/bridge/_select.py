@@ -1,0 +1,88 @@
+"""The selection rule: which route a bridge keeps, from the cross-validated route table, without labels.
+
+``SELECTION_SCORE`` names the held-out score the rule reads (one of ``SELECTABLE``); it also chooses each route's
+own parameter (the ridge penalty on the ridge path, the rank of the low-rank route), so a route's parameter and the
+route are chosen on the same score. Changing the rule is changing that one line (the benchmark
+``python -m benchmarks bridge_generalisation`` studies which score ranks routes as the consumers do).
+
+Scores (all on held-out anchors, against every target vector given): ``mrr`` (reciprocal rank of the own partner),
+``top1``, ``recall_at_k`` (own partner among the k most similar: what the old index returns), ``knn_jaccard``
+(neighbourhood agreement with the target), ``r2`` (variance-weighted R^2 in the target's own units; translation
+routes only, relative routes then rank last), ``r2_scaled`` (R^2 with every target feature standard-scaled: what a
+consumer that standard-scales its input reads, where near-dead features count fully), ``cosine``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from latentstitch.bridge._results import RouteScore
+
+SELECTABLE = ("mrr", "top1", "recall_at_k", "knn_jaccard", "r2", "r2_scaled", "cosine")
+#: The score the label-free rule reads for each kind of consumer (``Bridge(consumer=...)``), chosen on the
+#: development half of ``benchmarks/bridge_generalisation.py`` (results/bridge/generalisation): the score whose
+#: ranking of the routes best matched that consumer's ranking there.
+#: - "index": a nearest-neighbour index (Recall@10): MRR of the own partner among all target vectors (Spearman
+#:   0.93 with the index's ranking; the pick within 0.01 of the best route in 83% of development runs, 77% on the
+#:   validation half, against 18% for the previous rule);
+#: - "scaled_head": a classifier that standard-scales its input (LinearHead, StandardScaler + LR or MLP): R^2 of
+#:   standard-scaled target features, where near-dead features count fully (development: Spearman 0.48 with the
+#:   scaled LR head's ranking, pick within 0.01 of the best in 50% of runs; the previous rule, which read this score
+#:   within translation routes and kept a relative route only when clearly better on MRR, 70% on development and
+#:   78% on validation; MRR-based picks 5-10%: no score predicts this consumer well, so pass ``head=`` when you have
+#:   the head);
+#: - "raw_head": a classifier on the raw vectors: neighbourhood agreement (development pick; validation 61% vs 17%).
+#: The study ran on the routes main had before ridge_raw, low_rank, mlp_adapter and ensemble (not re-run since).
+CONSUMER_SCORES = {"index": "mrr", "scaled_head": "r2_scaled", "raw_head": "knn_jaccard"}
+CONSUMERS = tuple(CONSUMER_SCORES)
+#: The score read when nothing is said about the consumer (an index: the job most users have).
+SELECTION_SCORE = CONSUMER_SCORES["index"]
+
+
+def rule_sentence(score: str = SELECTION_SCORE, with_head: bool = False) -> str:
+    """The rule in one sentence."""
+    if with_head:
+        return (
+            "Chosen: the route whose bridged held-out anchors the given head classifies most often as it classifies "
+            "their true target vectors (agreement); ties: the higher MRR, then the route order."
+        )
+    return (
+        f"Chosen: among the routes clearly better than shuffled pairs, the highest held-out {_WORDS[score]}; ties: "
+        "the higher MRR, then the route order."
+    )
+
+
+_WORDS = {
+    "mrr": "MRR (a bridged anchor's own partner ranked among all target vectors)",
+    "top1": "top-1 (a bridged anchor's nearest target vector is its own partner)",
+    "recall_at_k": "Recall@k (a bridged anchor's own partner among its k nearest target vectors)",
+    "knn_jaccard": "neighbourhood agreement (k nearest target vectors of the bridged vs the true vector)",
+    "r2": "R^2 in the target's own units",
+    "r2_scaled": "R^2 of standard-scaled target features (what a standard-scaling head reads)",
+    "cosine": "cosine to the own partner",
+}
+
+
+def _value(row: RouteScore, score: str) -> float:
+    value = row.score(score)
+    return -math.inf if value is None or value[0] != value[0] else value[0]
+
+
+def select_route(rows: Sequence[RouteScore], score: str = SELECTION_SCORE) -> tuple[RouteScore, bool]:
+    """The route the rule keeps and whether it is clearly better than shuffled pairs.
+
+    Pool: the fitted routes clearly better than shuffled pairs (``clearly_better``), or every fitted route when none
+    is. Pick: the highest mean held-out ``score`` (``"agreement"`` when a head was given); ties: the higher MRR,
+    then the earlier route.
+    """
+    if score not in (*SELECTABLE, "agreement"):
+        raise ValueError(f"score: expected one of {', '.join(SELECTABLE)} or 'agreement', got {score!r}")
+    fitted = [r for r in rows if r.fitted]
+    if not fitted:
+        raise ValueError("routes: no route could be fitted: " + "; ".join(f"{r.route}: {r.error}" for r in rows))
+    clear = [r for r in fitted if r.clearly_better]
+    pool = clear or fitted
+    order = {id(r): i for i, r in enumerate(rows)}
+    best = max(pool, key=lambda r: (round(_value(r, score), 12), _value(r, "mrr"), -order[id(r)]))
+    return best, bool(clear)
