@@ -246,7 +246,7 @@ SEEDED = {
 }
 # Seeded callables whose seed is a constructor parameter of a registered estimator (checked with its bad values in
 # contract_registry.ESTIMATORS), and names that hold the word but are not seeds.
-ESTIMATOR_SEEDS = {"bridge.Bridge.__init__", "stitching.LeastSquaresCV.__init__"}
+ESTIMATOR_SEEDS = {"bridge.Bridge.__init__", "stitching.LeastSquaresCV.__init__", "stitching.ResidualAdapter.__init__"}
 PACKAGES = ("relative", "similarity", "training", "stitching", "models", "alignment", "data", "bridge", "invariance")
 
 
