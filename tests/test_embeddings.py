@@ -333,3 +333,50 @@ def test_bridge_apply_writes_float32_for_float32_files(tmp_path, rng):
         out = tmp_path / f"out-{name}.npy"
         assert main(["bridge", "apply", bridge, str(tmp_path / name), "-o", str(out), "--quiet"]) == 0
         assert np.load(out).dtype == np.float32, name
+
+
+# --- damaged .npy files and ids with nowhere to go (issue 27) -------------------------------------------------------
+
+
+def _npy_with_header(path, shape, data: np.ndarray) -> None:
+    with open(path, "wb") as handle:
+        np.lib.format.write_array_header_1_0(handle, {"descr": "<f4", "fortran_order": False, "shape": shape})
+        handle.write(data.astype("<f4").tobytes())
+
+
+def test_a_truncated_npy_says_it_is_truncated(tmp_path):
+    rows = np.random.default_rng(0).normal(size=(30, 8))
+    _npy_with_header(tmp_path / "cut.npy", (60, 8), rows)  # the header promises 60 rows; 30 were written
+    with pytest.raises(EmbeddingFileError, match=r"'.*cut\.npy' is truncated: .*shape \(60, 8\).* only 30 of the 60"):
+        open_embeddings(tmp_path / "cut.npy")
+
+
+def test_an_impossible_npy_shape_is_said_as_such(tmp_path):
+    _npy_with_header(tmp_path / "huge.npy", (10**12, 8), np.zeros((60, 8)))
+    with pytest.raises(EmbeddingFileError, match=r"claims shape \(1000000000000, 8\).*impossible.*header is damaged"):
+        open_embeddings(tmp_path / "huge.npy")
+
+
+def test_an_object_npy_still_asks_for_floats(tmp_path):
+    np.save(tmp_path / "objects.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(EmbeddingFileError, match=r"cannot be read without pickle: it holds Python objects"):
+        open_embeddings(tmp_path / "objects.npy")
+
+
+@pytest.mark.parametrize(
+    "suffix, ids, message",
+    [
+        (".npy", np.arange(4), r"a \.npy file holds one array and no ids"),
+        (".safetensors", np.array(["a", "b", "c", "d"]), r"a \.safetensors file holds numeric tensors only"),
+    ],
+)
+def test_ids_are_never_dropped_in_silence(tmp_path, suffix, ids, message):
+    target = tmp_path / f"out{suffix}"
+    with pytest.raises(EmbeddingFileError, match=rf"^path: {message}.*--id-column"):
+        write_embeddings(target, np.ones((4, 3), dtype=np.float32), ids=ids)
+    assert not target.exists()
+
+
+def test_integer_ids_still_go_into_safetensors(tmp_path):
+    write_embeddings(tmp_path / "out.safetensors", np.ones((4, 3), dtype=np.float32), ids=np.arange(4))
+    assert list(open_embeddings(tmp_path / "out.safetensors", id_column="id").ids) == [0, 1, 2, 3]

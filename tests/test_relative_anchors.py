@@ -119,3 +119,14 @@ def test_kmeans_centres_are_as_good_as_scikit_learns_default(rng):
 
     reference = KMeans(12, n_init=1, random_state=0).fit(x).cluster_centers_
     assert inertia(x[ours]) <= 1.5 * inertia(reference)
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [np.r_[np.zeros(15), np.full(15, np.nan)], np.full(30, np.nan), np.array([0, None] * 15, dtype=object)],
+    ids=["half_nan", "all_nan", "none"],
+)
+def test_stratified_anchors_refuse_missing_labels_by_name(labels):
+    x = np.random.default_rng(0).normal(size=(30, 4))
+    with pytest.raises(ValueError, match=r"^labels: \d+ label\(s\) are missing"):
+        select_anchors(x, 6, "stratified", labels=labels)

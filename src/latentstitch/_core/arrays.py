@@ -16,6 +16,7 @@ integer data silently would hide a decision (uint8 images need a scale, token id
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,7 +47,7 @@ def as_float_tensor(
             )
         if any(s < 0 for s in x.strides):
             x = np.ascontiguousarray(x)
-        t = torch.from_numpy(x)
+        t = tensor_view(x)
     elif isinstance(x, torch.Tensor):
         if x.dtype not in FLOAT_DTYPES:
             raise TypeError(
@@ -55,7 +56,7 @@ def as_float_tensor(
             )
         t = x
     else:
-        t = torch.from_numpy(_array_from_array_like(x, name))
+        t = tensor_view(_array_from_array_like(x, name))
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if t.ndim not in allowed:
@@ -67,6 +68,24 @@ def as_float_tensor(
     if finite:
         check_finite(t, name)
     return t
+
+
+def tensor_view(array: np.ndarray) -> torch.Tensor:
+    """``torch.from_numpy(array)``: the same memory, no copy, also for a read-only array.
+
+    Read-only arrays are common inputs: a file opened with ``np.load(..., mmap_mode="r")`` or ``np.memmap(...,
+    mode="r")``, a pandas DataFrame's values (copy-on-write), an array its owner locked. torch has no read-only
+    tensors, so ``from_numpy`` warns that writing to the tensor would be undefined behaviour. We keep the view and
+    silence that one warning rather than copy: copying would load a memory-mapped file into RAM (the reason to map
+    it) and double the memory of every large locked array. It is safe because latentstitch never writes into a
+    tensor made from its input: every result is a new tensor, and the one in-place operation on data
+    (``CrossMoments``' shift) runs only on a converted copy. Code that wants to write must ``clone()`` first.
+    """
+    if array.flags.writeable:
+        return torch.from_numpy(array)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning)
+        return torch.from_numpy(array)
 
 
 def check_same_width(a: torch.Tensor, b: torch.Tensor, name_a: str, name_b: str) -> None:

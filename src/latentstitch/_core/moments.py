@@ -31,7 +31,7 @@ import torch
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows
 from latentstitch._core.numerics import matmul, power_of_two_scale
-from latentstitch._core.params import check_choice
+from latentstitch._core.params import check_choice, check_state
 
 # Elements per block of rows (per side): 8 Mi values keep a block's temporaries at 32 MiB in float32, whatever the
 # number of rows, while each block product runs at full BLAS speed (benchmarks/similarity_cka.py: smaller blocks
@@ -444,10 +444,14 @@ class CrossMoments:
                 state[field] = value.detach().clone()  # a snapshot: later updates add in place
         return state
 
+    #: The keys of ``state_dict()``: ``count`` always, the others where accumulated.
+    STATE_KEYS = ("count", *_FIELDS)
+
     @classmethod
     def from_state_dict(cls, state: dict[str, torch.Tensor], **options: object) -> CrossMoments:
         """Restore a ``state_dict``; ``options`` are the constructor's (``precision``, ``track_grad``; ``products``
-        defaults to the products present in ``state``)."""
+        defaults to the products present in ``state``). Its keys are checked (``check_state``)."""
+        check_state(state, ("count",), _FIELDS)
         options.setdefault("products", tuple(p for p in PRODUCTS if p in state) or SECOND_MOMENTS)
         options.setdefault("shift", "sum_a" in state or int(state["count"]) == 0)  # raw statistics keep no sums
         out = cls(**options)

@@ -3,9 +3,9 @@ enters, naming it and saying what was expected.
 
 Integers (``check_int``, ``check_positive_int``), real numbers in a range (``check_number``, ``check_positive``,
 ``check_nonnegative``, ``check_probability``), seeds (``check_seed``), choices (``check_choice``), flags
-(``check_bool``), keyword arguments (``check_kwargs``), devices (``check_device``), torch dtypes
-(``check_float_dtype``) and output paths (``check_output_path``). Files are read by the validated readers of
-``latentstitch._core.persist`` (``read_safetensors``, ``read_json``).
+(``check_bool``), keyword arguments (``check_kwargs``), saved states (``check_state``), devices (``check_device``),
+torch dtypes (``check_float_dtype``) and output paths (``check_output_path``). Files are read by the validated
+readers of ``latentstitch._core.persist`` (``read_safetensors``, ``read_json``).
 """
 
 from __future__ import annotations
@@ -124,6 +124,28 @@ def check_kwargs(options: Mapping[str, object], allowed: Iterable[str], name: st
             f"{', '.join(unknown)}: unexpected keyword argument{'s' if len(unknown) > 1 else ''} for {name} "
             f"(it accepts: {accepted})"
         )
+
+
+def check_state(
+    state: object, required: Iterable[str], optional: Iterable[str] = (), name: str = "state"
+) -> Mapping[str, torch.Tensor]:
+    """A ``state_dict`` to restore: a mapping holding every ``required`` key, nothing outside ``required`` and
+    ``optional``, and tensors only; errors name the keys at fault and the ones expected."""
+    if not isinstance(state, Mapping):
+        raise TypeError(f"{name}: expected a dict of tensors (what state_dict() returns), got {type(state).__name__}")
+    required, optional = list(required), list(optional)
+    missing = [k for k in required if k not in state]
+    unknown = sorted(str(k) for k in state if k not in required and k not in optional)
+    if missing or unknown:
+        wrong = [f"missing key(s) {', '.join(missing)}"] if missing else []
+        wrong += [f"unknown key(s) {', '.join(unknown)}"] if unknown else []
+        raise ValueError(
+            f"{name}: {'; '.join(wrong)}; expected what state_dict() returns (keys {', '.join(required + optional)})"
+        )
+    for key, value in state.items():
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name}[{key!r}]: expected a tensor, got {type(value).__name__}")
+    return state
 
 
 def check_device(value: object, name: str = "device") -> torch.device | None:

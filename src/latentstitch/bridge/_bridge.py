@@ -37,6 +37,14 @@ from latentstitch.bridge._results import BudgetRow, budget_rows, route_scores
 from latentstitch.bridge._routes import RouteSpec, get_route, resolve_routes
 from latentstitch.bridge._scores import predictions
 from latentstitch.bridge._select import CONSUMER_SCORES, CONSUMERS, rule_sentence, select_route
+from latentstitch.bridge._validate import (
+    as_anchor_array,
+    check_class_labels,
+    check_loaded,
+    check_route_methods,
+    check_savable,
+    input_notes,
+)
 from latentstitch.distributed._arrays import is_dask_array, map_rows
 
 SELECTION_RULE = (
@@ -223,8 +231,10 @@ class Bridge(Persistable, BaseEstimator):
             Show a progress bar over the route fits.
         """
         self._check_params()
+        specs = resolve_routes(self.routes)
+        check_route_methods(specs)
         anchors = self._anchors(source, target, head, source_ids, target_ids)
-        results, budget, unconverged = self._cross_validate(resolve_routes(self.routes), anchors, progress)
+        results, budget, unconverged = self._cross_validate(specs, anchors, progress)
         chosen = self._choose(results, budget, anchors)
         self._say(results, anchors, unconverged)
         self.estimator_ = _fit_quietly(get_route(self.route_), anchors.source, anchors.target, chosen.score.params)
@@ -234,6 +244,7 @@ class Bridge(Persistable, BaseEstimator):
         """The checked anchor pairs (target rows matched to the source's by id when ids are given) and their folds."""
         if (source_ids is None) != (target_ids is None):
             raise ValueError("source_ids, target_ids: give both to match rows by id, or neither to pair them by order")
+        source, target = as_anchor_array(source, "source"), as_anchor_array(target, "target")
         s = as_float_tensor(source, "source", ndim=2, min_rows=1)
         t = as_float_tensor(target, "target", ndim=2, min_rows=1)
         if source_ids is not None:
@@ -246,7 +257,17 @@ class Bridge(Persistable, BaseEstimator):
         self.n_features_source_, self.n_features_target_ = s.shape[1], t.shape[1]
         parts = kfold(self.n_anchors_, self.cv, self.seed, name="cv", min_rows=MIN_PER_FOLD)
         reference = None if head is None else predictions(head, target)
-        return Anchors(source, target, parts, self.seed, head, reference, CONSUMER_SCORES[self.consumer])
+        anchors = Anchors(source, target, parts, self.seed, head, reference, CONSUMER_SCORES[self.consumer])
+        self._warn_inputs(s, t, anchors)
+        return anchors
+
+    def _warn_inputs(self, s: Any, t: Any, anchors: Anchors) -> None:
+        """Say (``BridgeWarning``, and later in ``notes_``) what makes the scores less trustworthy than they look:
+        anchor pairs that repeat (they leak across folds) and budget counts that cannot be drawn."""
+        counts = budget_counts(self.budget)
+        self._input_notes = input_notes(s, t, counts, usable_counts(counts, anchors), anchors.n_train)
+        for note in self._input_notes:
+            warnings.warn(note, BridgeWarning, stacklevel=4)
 
     def _cross_validate(
         self, specs: list[RouteSpec], anchors: Anchors, progress: bool
@@ -270,7 +291,7 @@ class Bridge(Persistable, BaseEstimator):
         return results, budget, sum(issubclass(w.category, ConvergenceWarning) for w in caught)
 
     def _choose(self, results: list[RouteResult], budget: list[BudgetRow] | None, anchors: Anchors) -> RouteResult:
-        self.notes_ = []
+        self.notes_ = list(getattr(self, "_input_notes", []))
         self.criterion_ = "agreement" if anchors.head is not None else "label-free"
         self.selection_score_ = anchors.primary
         chosen_row, self.reliable_ = select_route([result.score for result in results], anchors.primary)
@@ -354,6 +375,8 @@ class Bridge(Persistable, BaseEstimator):
         """Train a ``LinearHead`` on the target's labelled vectors as the chosen route's consumer reads them
         (``transform_target``); it then classifies ``transform(new_source_vectors)``. ``options``: ``C``,
         ``max_iter``."""
+        check_is_fitted(self, "estimator_")
+        check_class_labels(labels, getattr(target, "shape", (len(target),))[0])
         return LinearHead(**options).fit(self.transform_target(target), labels)
 
     def _output_width(self) -> int:
@@ -377,11 +400,16 @@ class Bridge(Persistable, BaseEstimator):
             rule=rule_sentence(self.selection_score_, with_head=self.criterion_ == "agreement")
         )
 
+    # --- persistence ---------------------------------------------------------------------------------------------
+    def save(self, path: Any) -> None:
+        """Write the bridge to one safetensors file; refused now (not at load) if its route cannot be loaded back."""
+        check_is_fitted(self, "estimator_")
+        check_savable(self)
+        super().save(path)
+
     def _check_loaded(self) -> None:
+        """A loaded bridge is checked as a whole (``_validate.check_loaded``): route, family, reliability, widths
+        and anchor count against the route table and the fitted estimator."""
         if "estimate_" not in vars(self):  # saved by a version before the quality estimate
             self.estimate_ = None
-        if self.route_ not in [row.route for row in self.routes_]:
-            raise ValueError(f"route_ {self.route_!r} is not in the route table")
-        width = getattr(self.estimator_, "n_features_in_", None)
-        if width is not None and width != self.n_features_source_:
-            raise ValueError(f"the route maps {width} features but n_features_source_ is {self.n_features_source_}")
+        check_loaded(self, MIN_PER_FOLD)

@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, to_numpy, wrap_like
 from latentstitch._core.params import Rule, check_positive, check_positive_int, rule
 from latentstitch._core.persist import Persistable
+from latentstitch.bridge._validate import check_class_labels
 from latentstitch.relative import StandardScaling
 
 
@@ -49,9 +50,7 @@ class LinearHead(Persistable, BaseEstimator):
 
         self._check_params()
         xt = as_float_tensor(x, "x", ndim=2, min_rows=2)
-        y = to_numpy(labels, "labels") if isinstance(labels, torch.Tensor) else np.asarray(labels)
-        if y.ndim != 1 or y.shape[0] != xt.shape[0]:
-            raise ValueError(f"labels: expected {xt.shape[0]} labels (one per row of x), got shape {y.shape}")
+        y = check_class_labels(labels, xt.shape[0])
         classes = np.unique(y)
         if classes.size < 2:
             raise ValueError(f"labels: a classifier needs at least 2 classes, got only {classes.tolist()}")

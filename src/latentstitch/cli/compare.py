@@ -168,13 +168,15 @@ def measure_row(args, name: str, a, b, subset, progress) -> tuple[list, float | 
     note, value, test = "", None, None
     if spec.same_space and widths[0] != widths[1]:
         note = f"compares rows in one space; the widths differ ({widths[0]} vs {widths[1]})"
+    elif n < spec.min_samples:
+        note = f"needs at least {spec.min_samples} items, got {n}"
+    elif n <= spec.trivial_samples:
+        note = f"not shown: with N = {n} items this measure reaches 'identical' on any data; use more items"
     elif is_trivial(spec, n, *widths):
         note = (
             f"not shown: with N = {n} items <= d + 1 = {max(widths) + 1} this fitted measure reaches "
             "'identical' on any data; use more items than features + 1"
         )
-    elif n < spec.min_samples:
-        note = f"needs at least {spec.min_samples} items, got {n}"
     else:
         rows_a, rows_b = (a, b) if subset is None or name not in QUADRATIC else (a[subset], b[subset])
         try:

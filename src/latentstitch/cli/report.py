@@ -58,9 +58,11 @@ def main(args: argparse.Namespace) -> int:
         count = len(paths)
         page = render_html(paths, title=args.title, source=str(source)) if paths else ""
     if not count:
+        unreadable = found.unreadable if source.is_dir() else []
+        why = f"; {unreadable[0].path}: {unreadable[0].reason}" if unreadable else ""
         raise UsageError(
             f"RESULTS_DIR: no result JSON file under {str(source)!r} (expected results.json files of "
-            "`latentstitch reproduce`, or bridge/compare JSON outputs)"
+            f"`latentstitch reproduce`, or bridge/compare JSON outputs){why}"
         )
     write_text(target, page, option="--output")
     print(f"written: {target} ({count} result file(s) from {source}, {target.stat().st_size / 1e6:.1f} MB)")

@@ -18,6 +18,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from latentstitch._core.extras import require_file
+from latentstitch._core.params import check_seed
 from latentstitch.data._datasets import check_fraction, stratified_subset
 from latentstitch.data._parallel import ParallelSplit
 
@@ -106,6 +107,7 @@ def load_emoji_annotations(
     keeps a stratified seeded subset first. Needs the Debian package ``unicode-cldr-core``.
     """
     check_fraction(test_size, "test_size")
+    check_seed(seed)
     languages = tuple(languages)
     if not languages:
         raise ValueError("languages: expected at least one CLDR language code, e.g. ('en', 'es')")

@@ -12,6 +12,7 @@ import numpy as np
 
 from latentstitch._core.atomic import inside_folder
 from latentstitch._core.extras import require
+from latentstitch._core.params import check_seed
 from latentstitch._core.persist import read_json
 from latentstitch.data._datasets import LabelledSplit, check_fraction, class_names, split_dataset, stratified_subset
 from latentstitch.data._images import images_to_float
@@ -110,6 +111,7 @@ def load_hf_from_disk(
     ``train`` and ``test`` splits keeps them (cut to stratified seeded subsets by ``n_train`` / ``n_test``);
     otherwise all rows are pooled and split with ``test_size`` (stratified, seeded).
     """
+    check_seed(seed)
     splits = read_hf_saved(path)
 
     def columns(split: str) -> tuple[np.ndarray | list[str], np.ndarray, dict]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from latentstitch._core.params import check_seed
 from latentstitch.data._datasets import LabelledSplit, class_names
 from latentstitch.data._images import labelled_from_parts, read_idx
 from latentstitch.data._unpickle import entry, numpy_reconstructors, restricted_load
@@ -43,6 +44,7 @@ def load_mnist_folder(
     ``raw`` folder itself. The official train/test split, optionally cut to stratified seeded subsets. Images are
     (N, 1, 28, 28) float32 in [0, 1]; class names default to the label values.
     """
+    check_seed(seed)
     root = Path(root)
     raw = root / name / "raw"
     if not raw.is_dir():
@@ -79,6 +81,7 @@ def load_cifar_folder(
     if label not in ("fine", "coarse") or (name == "cifar10" and label != "fine"):
         raise ValueError(f"label: expected 'fine' (or 'coarse' for cifar100), got {label!r}")
     folder_name, train_files, test_file, meta_file = _CIFAR[name]
+    check_seed(seed)
     folder = Path(root)
     if (folder / folder_name).is_dir():
         folder = folder / folder_name

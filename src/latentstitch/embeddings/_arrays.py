@@ -44,6 +44,7 @@ class NpyFile(EmbeddingFile):
         with open(path, "rb") as handle:
             if handle.read(6) != b"\x93NUMPY":
                 raise self.error("is not a readable .npy file (it does not start with the .npy header)")
+        self._check_size(path)
         try:
             self.array = np.load(path, mmap_mode="r", allow_pickle=False)
         except ValueError as error:  # object arrays need pickle: refused
@@ -52,6 +53,36 @@ class NpyFile(EmbeddingFile):
             raise self.error(f"is not a readable .npy file ({error})") from None
         self._check_vectors(self.array, "an array")
         self._set_shape(*self.array.shape, self.array.dtype)
+
+    def _check_size(self, path: Path) -> None:
+        """The data the header promises is in the file: a truncated file (an interrupted copy or write) or a header
+        claiming an impossible shape is said as such, before the memory map fails with a vaguer message."""
+        fmt = np.lib.format
+        try:
+            with open(path, "rb") as handle:
+                version = fmt.read_magic(handle)
+                reader = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+                shape, _, dtype = reader(handle, max_header_size=100_000)
+                offset = handle.tell()
+        except (ValueError, OSError, EOFError, SyntaxError) as error:
+            raise self.error(f"is not a readable .npy file (damaged header: {' '.join(str(error).split())})") from None
+        if dtype.hasobject:
+            raise self.error("cannot be read without pickle: it holds Python objects; save the vectors as floats")
+        available = path.stat().st_size - offset
+        row = dtype.itemsize * int(np.prod(shape[1:], dtype=object))
+        expected = row * (shape[0] if shape else 1)
+        if available >= expected:
+            return
+        rows = available // row if row else 0
+        if not shape or expected > 1000 * max(available, 1) or rows == 0:
+            raise self.error(
+                f"claims shape {shape} of {dtype} ({expected:,} bytes of data), impossible for a file holding "
+                f"{available:,} bytes after its header: the header is damaged"
+            )
+        raise self.error(
+            f"is truncated: its header says shape {shape} but the file holds only {rows} of the {shape[0]} rows "
+            f"({available:,} of {expected:,} bytes); copy or write it again"
+        )
 
     def _read_rows(self, start: int, stop: int) -> np.ndarray:
         return np.array(self.array[start:stop])  # a copy of just these rows of the memory map

@@ -23,13 +23,27 @@ from latentstitch.embeddings._base import EmbeddingFileError
 WRITABLE = (".npy", ".npz", ".safetensors", ".pt", ".parquet", ".csv", ".tsv")
 
 
+def check_room_for_ids(suffix: str, ids: np.ndarray | None, option: str) -> None:
+    """Ids are never dropped in silence: a format with no room for them (``.npy``: one array; ``.safetensors``:
+    numeric tensors only, so no string ids) is an error naming the output and the ids' origin (``--id-column``)."""
+    if ids is None:
+        return
+    kind = np.asarray(ids).dtype.kind
+    if suffix == ".npy" or (suffix == ".safetensors" and kind not in "iu"):
+        what = "holds one array and no ids" if suffix == ".npy" else "holds numeric tensors only, not these (text) ids"
+        raise EmbeddingFileError(
+            f"{option}: a {suffix} file {what}, so the ids (read with --id-column) would be lost; write to .npz, "
+            ".pt, .parquet or .csv to keep them, or leave out --id-column"
+        )
+
+
 class EmbeddingWriter:
     """Write ``n_rows`` x ``n_features`` vectors to ``path`` in chunks: ``write(block)`` in row order, then
     ``close()``, which moves the finished file onto ``path`` in one step (an error before it, or ``discard()``,
-    leaves ``path`` as it was). ``ids`` (one per row) are written beside the vectors where the format has room for
-    them (``.npz``, ``.safetensors`` for integer ids, ``.pt``, ``.parquet`` and ``.csv`` columns). ``key``: the
-    array / column name of the vectors (default "embeddings"); the ids are always named "id" (read them back with
-    ``id_column="id"``). Use as a context manager."""
+    leaves ``path`` as it was). ``ids`` (one per row) are written beside the vectors (``.npz``, ``.safetensors`` for
+    integer ids, ``.pt``, ``.parquet`` and ``.csv`` columns); a format with no room for them is an error
+    (``check_room_for_ids``). ``key``: the array / column name of the vectors (default "embeddings"); the ids are
+    always named "id" (read them back with ``id_column="id"``). Use as a context manager."""
 
     def __init__(
         self,
@@ -48,6 +62,7 @@ class EmbeddingWriter:
             raise EmbeddingFileError(
                 f"{option}: cannot write {self.suffix or 'a file without suffix'!r}; writable: {', '.join(WRITABLE)}"
             )
+        check_room_for_ids(self.suffix, ids, option)
         self.n_rows, self.n_features, self.dtype = n_rows, n_features, np.dtype(dtype)
         self.ids, self.key, self.option = ids, key, option
         self.written = 0

@@ -85,6 +85,12 @@ def _stratified(total: int, n: int, labels: ArrayLike | None, seed: int) -> np.n
     y = np.asarray(to_numpy(labels, "labels") if isinstance(labels, torch.Tensor) else labels)
     if y.ndim != 1 or y.shape[0] != total:
         raise ValueError(f"labels: expected shape ({total},) to match x, got {y.shape}")
+    missing = np.flatnonzero(_is_missing(y))
+    if missing.size:
+        raise ValueError(
+            f"labels: {missing.size} label(s) are missing (NaN or None; first at row {missing[0]}); stratified "
+            "sampling needs the class of every sample: drop those rows or give them a class"
+        )
     indices, targets = shuffle(np.arange(total), y, random_state=seed)
     per_class = [indices[targets == c] for c in sorted(set(targets.tolist()))]
     chosen: list[int] = []
@@ -95,6 +101,15 @@ def _stratified(total: int, n: int, labels: ArrayLike | None, seed: int) -> np.n
                 if len(chosen) == n:
                     return np.asarray(chosen, dtype=np.int64)
     raise AssertionError("unreachable: n <= number of samples")
+
+
+def _is_missing(y: np.ndarray) -> np.ndarray:
+    """Which labels are missing: NaN in a float array, None or NaN in an object array."""
+    if y.dtype.kind == "f":
+        return np.isnan(y)
+    if y.dtype.kind == "O":
+        return np.array([v is None or (isinstance(v, float) and v != v) for v in y], dtype=bool)
+    return np.zeros(y.shape, dtype=bool)
 
 
 class _NearestDistances:

@@ -25,7 +25,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, to_numpy
-from latentstitch._core.params import check_choice, check_positive, check_positive_int
+from latentstitch._core.params import check_choice, check_positive, check_positive_int, check_seed
 from latentstitch.relative._aggregation import standardize_rows
 from latentstitch.relative._projection import relative_projection
 
@@ -69,6 +69,7 @@ class LearnedAnchors(nn.Module):
 
         points = as_float_tensor(pool, "pool", ndim=2, min_rows=1)
         n = check_positive_int(num_anchors, "num_anchors")
+        seed = check_seed(seed)
         if n > points.shape[0]:
             raise ValueError(f"num_anchors: asked for {n} anchors but pool has only {points.shape[0]} samples")
         data = to_numpy(points.detach().cpu().double(), "pool")
@@ -131,6 +132,7 @@ def fit_prototypes(
     check_same_rows(xt, labels, "x", "y")
     epochs = check_positive_int(epochs, "epochs")
     lr = check_positive(lr, "lr")
+    seed = check_seed(seed)
     classes = int(labels.max()) + 1
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

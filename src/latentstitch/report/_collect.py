@@ -250,9 +250,15 @@ def load_result(path: str | Path) -> ResultFile:
     kind = data.get("kind") or ("demo" if data.get("name") == "demo" else "reproduction")
     if kind not in KINDS:
         raise ValueError(f"{source}: unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
-    tables = [_table(source, index, table) for index, table in enumerate(data.get("tables") or [])]
+    tables = data.get("tables") or []
+    if not isinstance(tables, list):
+        raise ValueError(f"{source}: tables must be a list of tables, got {type(tables).__name__}")
+    tables = [_table(source, index, table) for index, table in enumerate(tables)]
+    for field_name in ("files", "differences"):  # lists of lines the sections show as bullets
+        if field_name in data:
+            data[field_name] = lines(data[field_name], field_name, source)
     figures = {}
-    for caption, figure in (data.get("figures") or {}).items():
+    for caption, figure in _figures(data.get("figures"), source).items():
         # New files store the file name; older ones a path relative to where the run started: the image is always
         # next to the JSON file.
         figures[str(caption)] = source.parent / Path(str(figure)).name
@@ -262,7 +268,7 @@ def load_result(path: str | Path) -> ResultFile:
             figures[image.name] = image
     fallback = source.parent.name if kind in ("reproduction", "demo") else source.stem
     name = str(data.get("name") or fallback or source.stem)
-    notes = data.get("notes") or []
+    notes = lines(data.get("notes"), "notes", source)
     return ResultFile(
         path=source,
         kind=kind,
@@ -270,20 +276,50 @@ def load_result(path: str | Path) -> ResultFile:
         title=str(data.get("title") or name),
         data=data,
         tables=tables,
-        notes=[str(n) for n in (notes if isinstance(notes, list) else [notes])],
+        notes=notes,
         figures=figures,
+    )
+
+
+def lines(value: Any, name: str, source: Path) -> list[str]:
+    """A field holding lines of text: a list (each item one line), or one string (one line, never split into its
+    characters); nothing is no lines; anything else an error naming the file and the field."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [str(item) for item in value]
+    raise ValueError(f"{source}: {name} must be a list of strings (or one string), got {type(value).__name__}")
+
+
+def _figures(value: Any, source: Path) -> dict[str, str]:
+    """``figures``: caption -> image file, or a list of image files (each captioned by its file name)."""
+    if value is None:
+        return {}
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return {Path(item).name: item for item in value}
+    if isinstance(value, dict) and all(isinstance(item, str) for item in value.values()):
+        return value
+    raise ValueError(
+        f"{source}: figures must map captions to image file names (or list image file names), got {value!r:.80}"
     )
 
 
 def _table(source: Path, index: int, table: Any) -> dict[str, Any]:
     if not isinstance(table, dict) or not isinstance(table.get("rows", []), list):
         raise ValueError(f"{source}: tables[{index}] must be an object with columns and rows")
+    digits = table.get("digits", 3)
+    if isinstance(digits, bool) or not isinstance(digits, int) or not 0 <= digits <= 15:
+        raise ValueError(f"{source}: tables[{index}].digits must be a whole number from 0 to 15, got {digits!r}")
+    if not isinstance(table.get("columns", []), list):
+        raise ValueError(f"{source}: tables[{index}].columns must be a list of column names")
     return {
         "title": str(table.get("title", "")),
         "columns": [str(c) for c in table.get("columns", [])],
         "rows": table.get("rows", []),
         "note": str(table.get("note", "") or ""),
-        "digits": int(table.get("digits", 3)),
+        "digits": digits,
     }
 
 

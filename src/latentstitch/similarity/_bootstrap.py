@@ -14,10 +14,11 @@ import numpy as np
 import torch
 
 from latentstitch._core.arrays import ArrayLike, take_rows
-from latentstitch._core.params import check_choice, check_positive_int
+from latentstitch._core.callsite import warn_at_caller
+from latentstitch._core.params import check_choice, check_positive_int, check_probability, check_seed
 from latentstitch._core.progress import progress_bar
 from latentstitch.similarity._inference import Result, flag_trivial, observed, quiet, split_options
-from latentstitch.similarity._registry import MeasureSpec, get_measure, prepare_pair
+from latentstitch.similarity._registry import MeasureSpec, ZeroVarianceError, get_measure, prepare_pair
 from latentstitch.similarity._resampling import (
     bootstrap_indices,
     group_members,
@@ -25,6 +26,7 @@ from latentstitch.similarity._resampling import (
     row_weights,
     weighted_indices,
 )
+from latentstitch.similarity._sample_size import SmallSampleWarning
 
 INTERVALS = ("percentile", "basic", "bca")
 SCHEMES = ("auto", "multinomial", "poisson", "half")
@@ -129,9 +131,34 @@ def jackknife_acceleration(values: np.ndarray) -> float:
 
 
 def _subset(spec: MeasureSpec, xt, yt, row_options, options, index) -> float:
+    """The measure on the rows ``index``; NaN where they make a side constant (a resample that drew one row, or
+    only copies of one: the measure is undefined there, ``ZeroVarianceError``)."""
     rows = {k: take_rows(v, index) for k, v in row_options.items()}
     index = torch.as_tensor(index, device=xt.device)
-    return quiet(lambda: float(spec(xt[index], yt[index], **rows, **options)))
+    try:
+        return quiet(lambda: float(spec(xt[index], yt[index], **rows, **options)))
+    except ZeroVarianceError:
+        return math.nan
+
+
+def _defined(replicates: np.ndarray, name: str) -> np.ndarray:
+    """The replicates on which the measure is defined; the others (a constant side) are left out, with a warning
+    saying how many, and too few left is an error."""
+    kept = replicates[np.isfinite(replicates)]
+    dropped = replicates.size - kept.size
+    if kept.size < 2:
+        raise ValueError(
+            f"x, y: {dropped} of {replicates.size} {name} resamples have a constant side (every row drawn equal), on "
+            "which the measure is undefined; use more (distinct) samples"
+        )
+    if dropped:
+        warn_at_caller(
+            f"x, y: {dropped} of {replicates.size} {name} resamples drew rows that are all equal on one side (the "
+            "measure is undefined there) and were left out; the interval uses the others. Few distinct samples "
+            "make the bootstrap unreliable.",
+            SmallSampleWarning,
+        )
+    return kept
 
 
 def bootstrap_ci(
@@ -161,10 +188,10 @@ def bootstrap_ci(
         refused: their value depends on n and on who is whose neighbour.
     n_boot : bootstrap replicates.
     level : confidence level in (0, 1).
-    seed : seeds the draws.
+    seed : seeds the draws (an integer in [0, 2**32 - 1]).
     interval : ``"percentile"`` (default), ``"basic"`` (reflected around the value, clipped to the range) or
         ``"bca"`` (bias-corrected and accelerated, Efron 1987; the acceleration from a delete-a-block jackknife over
-        ``jackknife`` random blocks of rows or groups: ``jackknife`` more evaluations).
+        ``jackknife`` random blocks of rows or groups, at least 2: ``jackknife`` more evaluations).
     scheme : ``"auto"`` (default): ``"multinomial"``, except ``"half"`` for estimators that leave out pairs of a
         sample with itself (``MEASURES[name].resampling == "without_replacement"``: debiased and minibatch CKA).
         ``"multinomial"``: n rows (or groups) drawn with replacement, the classic bootstrap. ``"poisson"``: every row
@@ -186,9 +213,10 @@ def bootstrap_ci(
     """
     spec = get_measure(measure)
     n_boot = check_positive_int(n_boot, "n_boot", minimum=2)
-    if not 0 < level < 1:
-        raise ValueError(f"level: expected a confidence level in (0, 1), got {level}")
+    level = check_probability(level, "level", low_open=True, high_open=True)
+    seed = check_seed(seed)
     check_choice(interval, "interval", INTERVALS)
+    jackknife = check_positive_int(jackknife, "jackknife", minimum=2)
     scheme = choose_scheme(spec, options, check_choice(scheme, "scheme", SCHEMES))
     value = observed(spec, x, y, options)
     xt, yt = prepare_pair(x, y, min_rows=spec.min_samples, measure=spec.name)
@@ -213,11 +241,12 @@ def bootstrap_ci(
             replicates.append(_subset(spec, xt, yt, row_options, other, index))
             if bar is not None:
                 bar.advance(task)
-    replicates = np.asarray(replicates)
+    replicates = _defined(np.asarray(replicates), "bootstrap")
     acceleration = 0.0
     if interval == "bca":
         kept = jackknife_blocks(n, jackknife, seed, groups)
-        acceleration = jackknife_acceleration(np.array([_subset(spec, xt, yt, row_options, other, k) for k in kept]))
+        values = np.array([_subset(spec, xt, yt, row_options, other, k) for k in kept])
+        acceleration = jackknife_acceleration(_defined(values, "jackknife"))
     low, high = confidence_interval(
         value, replicates, level, interval, acceleration=acceleration, value_range=spec.value_range
     )

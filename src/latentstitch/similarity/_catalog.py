@@ -60,12 +60,14 @@ def _register(name, function, invariances, **metadata):
 
 
 U_CENTRED = "Gram matrices U-centred (unbiased HSIC)"
+TWO = {"trivial_samples": 2}  # centred, 2 samples are one direction per side: "identical" on any data
 _register(
     "linear_cka",
     cka,
     SHAPE,
     options={"kernel": "linear"},
     streaming="StreamingCKA",
+    **TWO,
     similarity_repository=("cka-kernel=linear-hsic=gretton-score",),
 )
 _register(
@@ -80,7 +82,7 @@ _register(
     streaming="StreamingCKA",
     similarity_repository=("cka-kernel=linear-hsic=song-score",),
 )
-_register("rbf_cka", cka, SHAPE, options={"kernel": "rbf"}, centering="Gram matrices double-centred")
+_register("rbf_cka", cka, SHAPE, options={"kernel": "rbf"}, centering="Gram matrices double-centred", **TWO)
 _register(
     "minibatch_cka",
     minibatch_cka,
@@ -126,6 +128,7 @@ _register(
     value_range=(0.0, 2.0),
     centering="columns centred, unit Frobenius norm",
     streaming="StreamingProcrustes",
+    **TWO,
     **ids("procrustes-distance=squared_euclidean"),
 )
 _register(
@@ -135,6 +138,7 @@ _register(
     kind="distance",
     value_range=(0.0, math.pi / 2),
     streaming="StreamingProcrustes",
+    **TWO,
     **ids("procrustes-distance=angular"),
 )
 _register(
@@ -213,13 +217,14 @@ _register(
     **FITTED,
     **ids("gulp"),
 )
-_register("pnka", pnka, SHAPE, value_range=(-1.0, 1.0))
+_register("pnka", pnka, SHAPE, value_range=(-1.0, 1.0), **TWO)
 _register(
     "deconfounded_cka",
     deconfounded_cka,
     SHAPE,
     value_range=(-1.0, 1.0),
     centering="columns centred; Gram matrices regressed on the confounder's",
+    min_samples=3,  # with 2 samples every centred Gram matrix is the confounder's up to scale
     row_options=("confounder",),
 )
 _register(
@@ -227,6 +232,7 @@ _register(
     distance_correlation,
     SHAPE,
     centering="none (double-centred distance matrices)",
+    **TWO,
     **ids("distance_correlation"),
 )
 _register(
@@ -245,6 +251,7 @@ _register(
     SHAPE,
     value_range=(0.0, math.inf),
     streaming="StreamingENSD",
+    **TWO,
     **ids("ensd"),
 )
 CORRELATIONS = {PERMUTATION, AXIS_SCALE, ISOTROPIC_SCALE, TRANSLATION}  # positive rescaling of neurons
@@ -254,6 +261,7 @@ _register(
     CORRELATIONS,
     value_range=(-1.0, 1.0),
     streaming="StreamingCorrelationMatch",
+    **TWO,
     **ids("hard_correlation_match"),
 )
 _register(
@@ -263,6 +271,7 @@ _register(
     value_range=(-1.0, 1.0),
     options={"soft": True},
     streaming="StreamingCorrelationMatch",
+    **TWO,
     **ids("soft_correlation_match"),
 )
 _register(

@@ -20,6 +20,7 @@ from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch._core.moments import CrossMoments
 from latentstitch._core.params import check_choice, check_int, check_number
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, prepare_pair
+from latentstitch.similarity._sample_size import warn_if_trivial
 
 REDUCTIONS = ("mean", "r2")
 
@@ -171,7 +172,8 @@ def cca(x: ArrayLike, y: ArrayLike, reduce: str = "mean", *, rtol: float | None 
     """
     check_choice(reduce, "reduce", REDUCTIONS)
     check_rtol(rtol)
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="CCA")
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="CCA", varying=True)
+    warn_if_trivial("mean_cca" if reduce == "mean" else "r2_cca", xt.shape[0], xt.shape[1], yt.shape[1])
     return as_result(cca_from_moments(moments_of(xt, yt), reduce, rtol, xt.dtype), x, xt)
 
 
@@ -189,7 +191,8 @@ def svcca(x: ArrayLike, y: ArrayLike, keep: float | int = 0.99, *, rtol: float |
     """
     check_keep(keep)
     check_rtol(rtol)
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="SVCCA")
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="SVCCA", varying=True)
+    warn_if_trivial("svcca", xt.shape[0], xt.shape[1], yt.shape[1])
     return as_result(svcca_from_moments(moments_of(xt, yt), keep, rtol, xt.dtype), x, xt)
 
 
@@ -207,5 +210,6 @@ def pwcca(x: ArrayLike, y: ArrayLike, *, rtol: float | None = None) -> float | t
     Computed from moments in float64; differentiable for torch inputs.
     """
     check_rtol(rtol)
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="PWCCA")
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="PWCCA", varying=True)
+    warn_if_trivial("pwcca", xt.shape[0], xt.shape[1], yt.shape[1])
     return as_result(pwcca_from_moments(moments_of(xt, yt), rtol, xt.dtype), x, xt)

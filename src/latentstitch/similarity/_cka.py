@@ -23,6 +23,7 @@ from latentstitch._core.numerics import matmul
 from latentstitch._core.params import check_bool, check_choice, check_positive, check_positive_int
 from latentstitch.similarity._cka_statistics import CKAStatistics, cka_ratio
 from latentstitch.similarity._registry import as_result, needs_grad, prepare_pair
+from latentstitch.similarity._sample_size import warn_if_trivial
 
 CKA_KERNELS = ("linear", "rbf")
 
@@ -156,7 +157,8 @@ def cka(
     name = f"{'debiased ' if debiased else ''}{kernel} CKA"
     # Linear kernel in feature space: NaN/inf are detected in the three HSIC values they would poison, which saves
     # two passes over the data; only then are the inputs searched for the offending row.
-    xt, yt = prepare_pair(x, y, min_rows=4 if debiased else 2, measure=name, finite=kernel != "linear")
+    xt, yt = prepare_pair(x, y, min_rows=4 if debiased else 2, measure=name, finite=kernel != "linear", varying=True)
+    warn_if_trivial(f"{kernel}_cka", xt.shape[0], xt.shape[1], yt.shape[1])
     if kernel == "rbf":
         # Scale invariant (median bandwidth): power-of-two rescaling keeps every distance in range, at no cost
         # next to the n x n Gram matrices.
@@ -203,7 +205,7 @@ def minibatch_cka(x: ArrayLike, y: ArrayLike, batch_size: int = 1024) -> float |
     CKA. Differentiable for torch inputs. See ``StreamingMinibatchCKA`` to feed batches as they come.
     """
     batch_size = check_positive_int(batch_size, "batch_size", minimum=4)
-    xt, yt = prepare_pair(x, y, min_rows=4, measure="minibatch CKA")
+    xt, yt = prepare_pair(x, y, min_rows=4, measure="minibatch CKA", varying=True)
     # One power of two per side for all batches (the index is scale invariant; per-batch factors would not be).
     xt, yt = rescaled_for_moments(xt), rescaled_for_moments(yt)
     totals = None

@@ -15,6 +15,7 @@ import torch
 
 from latentstitch._core.moments import CrossMoments
 from latentstitch._core.numerics import matmul, row_norms
+from latentstitch._core.params import check_state
 from latentstitch.similarity._registry import ZeroVarianceError
 
 
@@ -161,6 +162,8 @@ class CKAStatistics:
 
     @classmethod
     def from_state_dict(cls, state: dict[str, torch.Tensor], debiased: bool) -> CKAStatistics:
+        norms = tuple(f"row_norms.{k}" for k in RowNormSums.FIELDS) if debiased else ()
+        check_state(state, ("moments.count",), [f"moments.{k}" for k in CrossMoments.STATE_KEYS[1:]] + list(norms))
         out = cls(debiased)
         out.moments = CrossMoments.from_state_dict(
             {k.split(".", 1)[1]: v for k, v in state.items() if k.startswith("moments.")},

@@ -3,6 +3,7 @@ representations, and says which of them are trivial at this sample size."""
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -10,8 +11,9 @@ from typing import Any
 
 from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.callsite import warn_at_caller
+from latentstitch._core.params import check_kwargs
 from latentstitch.similarity._catalog import DEFAULT_MEASURES, SAME_SPACE_MEASURES
-from latentstitch.similarity._registry import as_rows, get_measure
+from latentstitch.similarity._registry import MeasureSpec, as_rows, get_measure
 from latentstitch.similarity._sample_size import SmallSampleWarning, is_trivial, trivial_message
 
 
@@ -66,7 +68,7 @@ def compare(
     n, p, q = xt.shape[0], xt.shape[1], yt.shape[1]
     if measures is None:
         measures = DEFAULT_MEASURES + (SAME_SPACE_MEASURES if p == q else ())
-    options = dict(measures) if isinstance(measures, Mapping) else {name: {} for name in measures}
+    options = measure_options(measures)
     specs = {name: get_measure(name) for name in options}
     trivial = tuple(name for name, spec in specs.items() if is_trivial(spec, n, p, q, dict(options[name])))
     if trivial:
@@ -75,3 +77,37 @@ def compare(
         warnings.simplefilter("ignore", SmallSampleWarning)  # said once above, for all of them
         scores = {name: float(specs[name](x, y, **dict(kwargs))) for name, kwargs in options.items()}
     return Comparison(scores, samples=n, widths=(p, q), trivial=trivial)
+
+
+def measure_options(measures: Sequence[str] | Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``{name: keyword arguments}`` from a list of names or a mapping of names to keyword arguments, each checked
+    against its measure's signature, so a mistake names the measure and what it accepts."""
+    if isinstance(measures, str) or not isinstance(measures, (Mapping, Sequence, tuple)):
+        raise TypeError(
+            f"measures: expected a list of measure names or a dict {{name: {{keyword: value}}}}, got {measures!r}"
+        )
+    if not isinstance(measures, Mapping):
+        measures = {name: {} for name in measures}
+    options = {}
+    for name, kwargs in measures.items():
+        spec = get_measure(name)
+        if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
+            raise TypeError(
+                f"measures[{name!r}]: expected a dict of keyword arguments for {name} (e.g. {{}}), got {kwargs!r}"
+            )
+        accepted = accepted_options(spec)
+        if accepted is not None:
+            check_kwargs(kwargs, accepted, f"measure {name!r}")
+        options[name] = dict(kwargs)
+    return options
+
+
+def accepted_options(spec: MeasureSpec) -> list[str] | None:
+    """The keyword arguments ``spec`` accepts beyond x and y (None: any, for a function taking ``**kwargs``)."""
+    try:
+        parameters = list(inspect.signature(spec.function).parameters.values())[2:]
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return [p.name for p in parameters if p.kind is not inspect.Parameter.VAR_POSITIONAL]

@@ -81,7 +81,7 @@ def deconfounded_cka(x: ArrayLike, y: ArrayLike, confounder: ArrayLike | None = 
             "confounder: deconfounded CKA needs the confounding representation of the same samples (e.g. the "
             "flattened inputs): deconfounded_cka(x, y, confounder=inputs)"
         )
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="deconfounded CKA", scale_free=True)
+    xt, yt = prepare_pair(x, y, min_rows=3, measure="deconfounded CKA", scale_free=True, varying=True)
     # invariant to isotropic scaling of the confounder too: brought into range like x and y
     zt = match_reference(as_rows(confounder, "confounder"), xt, "confounder", "x")
     zt = rescaled_for_moments(zt) if zt.numel() else zt

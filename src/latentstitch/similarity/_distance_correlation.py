@@ -7,6 +7,7 @@ import torch
 
 from latentstitch._core.arrays import ArrayLike
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, prepare_pair
+from latentstitch.similarity._sample_size import warn_if_trivial
 
 
 def double_centred_distances(t: torch.Tensor) -> torch.Tensor:
@@ -37,6 +38,7 @@ def distance_correlation(x: ArrayLike, y: ArrayLike) -> float | torch.Tensor:
     translation of either side. O(n^2) time and memory (three n x n float64 matrices). Differentiable for torch
     inputs (the gradient of a zero distance is taken as zero).
     """
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="distance correlation", scale_free=True)
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="distance correlation", scale_free=True, varying=True)
+    warn_if_trivial("distance_correlation", xt.shape[0], xt.shape[1], yt.shape[1])
     a, b = double_centred_distances(xt), double_centred_distances(yt)
     return as_result(distance_correlation_terms(a, b), x, xt)

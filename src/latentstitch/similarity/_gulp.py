@@ -81,7 +81,7 @@ def gulp(x: ArrayLike, y: ArrayLike, ridge: float = 0.0) -> float | torch.Tensor
     isotropic scaling and translation. Computed in float64 from moments; differentiable for torch inputs.
     """
     ridge = check_nonnegative(ridge, "ridge")
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="GULP")
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="GULP", varying=True)
     if ridge == 0:
         warn_if_trivial("gulp", xt.shape[0], xt.shape[1], yt.shape[1])
     return as_result(gulp_from_moments(moments_of(xt, yt), ridge, xt.dtype), x, xt)

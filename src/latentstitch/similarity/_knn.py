@@ -61,7 +61,7 @@ def neighbour_matches(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def prepare_knn(x: ArrayLike, y: ArrayLike, k: int, measure: str) -> tuple[torch.Tensor, torch.Tensor, int]:
     k = check_positive_int(k, "k")
-    xt, yt = prepare_pair(x, y, min_rows=k + 1, measure=f"{measure} with k={k}")
+    xt, yt = prepare_pair(x, y, min_rows=k + 1, measure=f"{measure} with k={k}", varying=True)
     return xt, yt, k
 
 

@@ -21,6 +21,7 @@ from latentstitch._core.moments import CrossMoments
 from latentstitch._core.numerics import unit_rows
 from latentstitch._core.params import check_bool, check_choice
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, needs_grad, prepare_pair
+from latentstitch.similarity._sample_size import warn_if_trivial
 
 
 def assignment(scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -74,7 +75,8 @@ def correlation_match(x: ArrayLike, y: ArrayLike, *, soft: bool = False) -> floa
     for torch inputs (the pairing held fixed).
     """
     soft = check_bool(soft, "soft")
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="correlation match")
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="correlation match", varying=True)
+    warn_if_trivial("soft_correlation_match" if soft else "correlation_match", xt.shape[0], xt.shape[1], yt.shape[1])
     return as_result(correlation_match_from_moments(moments_of(xt, yt), soft), x, xt)
 
 
@@ -114,7 +116,7 @@ def permutation_metric(x: ArrayLike, y: ArrayLike, score: str = "angular") -> fl
     permutation held fixed).
     """
     score = check_choice(score, "score", PERMUTATION_SCORES)
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="the permutation metric")
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="the permutation metric", varying=True)
     # the euclidean score is not scale invariant: its moments must not be rescaled (moments_of may rescale)
     moments = moments_of(xt, yt) if score == "angular" else raw_moments(xt, yt)
     return as_result(permutation_from_moments(moments, score), x, xt)

@@ -50,7 +50,7 @@ def mutual_knn(x: ArrayLike, y: ArrayLike, k: int = 10, *, clamp_quantile: float
     are broken by ``torch.topk``.
     """
     k = check_positive_int(k, "k")
-    xt, yt = prepare_pair(x, y, min_rows=k + 1, measure=f"mutual k-NN with k={k}")
+    xt, yt = prepare_pair(x, y, min_rows=k + 1, measure=f"mutual k-NN with k={k}", varying=True)
     if clamp_quantile is not None:
         check_probability(clamp_quantile, "clamp_quantile", low_open=True)
         xt, yt = clamp_outliers(xt, clamp_quantile), clamp_outliers(yt, clamp_quantile)

@@ -9,6 +9,7 @@ from latentstitch._core.arrays import ArrayLike, wrap_like
 from latentstitch._core.numerics import matmul
 from latentstitch._core.params import check_bool
 from latentstitch.similarity._registry import as_result, needs_grad, prepare_pair
+from latentstitch.similarity._sample_size import warn_if_trivial
 
 
 def pnka_scores(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -59,7 +60,8 @@ def pnka(x: ArrayLike, y: ArrayLike, *, pointwise: bool = False):
     samples); differentiable for torch inputs. A sample whose kernel row is zero raises a ValueError.
     """
     pointwise = check_bool(pointwise, "pointwise")
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="PNKA", scale_free=True)
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="PNKA", scale_free=True, varying=True)
+    warn_if_trivial("pnka", xt.shape[0], xt.shape[1], yt.shape[1])
     scores = pnka_scores(xt, yt)
     if pointwise:
         return wrap_like(scores.to(xt.dtype), x)

@@ -13,6 +13,7 @@ import torch
 from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.moments import CrossMoments
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, prepare_pair
+from latentstitch.similarity._sample_size import warn_if_trivial
 
 
 def aligned_cosine(m: CrossMoments, measure: str) -> torch.Tensor:
@@ -44,7 +45,8 @@ def procrustes_distance(x: ArrayLike, y: ArrayLike) -> float | torch.Tensor:
     translation and scale), symmetric. Invariant to orthogonal maps, isotropic scaling and translation of either
     side; not to per-axis scaling. Differentiable for torch inputs; computed in float64 from moments.
     """
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="the Procrustes distance")
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="the Procrustes distance", varying=True)
+    warn_if_trivial("procrustes_distance", xt.shape[0], xt.shape[1], yt.shape[1])
     return as_result(procrustes_from_moments(moments_of(xt, yt)), x, xt)
 
 
@@ -56,5 +58,6 @@ def shape_metric_angular(x: ArrayLike, y: ArrayLike) -> float | torch.Tensor:
     Invariant to orthogonal maps, isotropic scaling and translation of either side. Differentiable for torch inputs
     (the cosine is clamped below 1 by one ulp so the gradient stays finite).
     """
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="the angular shape metric")
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="the angular shape metric", varying=True)
+    warn_if_trivial("shape_metric_angular", xt.shape[0], xt.shape[1], yt.shape[1])
     return as_result(angular_from_moments(moments_of(xt, yt)), x, xt)

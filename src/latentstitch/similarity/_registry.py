@@ -21,7 +21,7 @@ import torch
 
 from latentstitch._core.arrays import as_float_tensor, check_same_rows, flatten_samples, match_reference
 from latentstitch._core.moments import CrossMoments, MagnitudeError, rescaled_for_moments
-from latentstitch._core.params import check_choice
+from latentstitch._core.params import check_choice, check_int
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,10 @@ class MeasureSpec:
         fitted measures (R^2 of a linear regression, the CCA family, GULP without ridge) can then match any two
         representations exactly. Such a value says nothing; compare N with d before reading it
         (``is_trivial`` does, and ``compare``, ``permutation_test`` and ``bootstrap_ci`` flag it in their results).
+    trivial_samples: the value is the same on any data with this many samples or fewer (0: never). With 2 samples,
+        centring leaves one direction per side, so every centred Gram matrix, distance matrix or correlation is the
+        same up to scale and sign: CKA, Procrustes, distance correlation, PNKA, ENSD and correlation matching read
+        "identical" whatever the data. ``is_trivial`` applies it, and the measure warns (``SmallSampleWarning``).
     resampling: how the samples of a bootstrap may be drawn. ``"with_replacement"``: the classic bootstrap (a row
         drawn twice is just a heavier sample). ``"without_replacement"``: the estimator leaves out pairs of a sample
         with itself (unbiased HSIC: debiased and minibatch CKA), so a row drawn twice would count as two distinct
@@ -71,6 +75,7 @@ class MeasureSpec:
     trivial_when_n_le_d: bool = False
     resampling: str = "with_replacement"
     row_options: tuple[str, ...] = ()
+    trivial_samples: int = 0
     similarity_repository: tuple[str, ...] = ()
 
     @property
@@ -105,6 +110,7 @@ def register_measure(
     resampling: str = "with_replacement",
     row_options: Iterable[str] = (),
     similarity_repository: Iterable[str] = (),
+    trivial_samples: int = 0,
 ) -> MeasureSpec:
     """Add a measure under ``name``. ``invariances`` hold for both arguments; ``invariances_x``/``invariances_y``
     list the extra ones that hold for one argument only. ``options`` are keyword arguments bound to ``function``
@@ -132,6 +138,7 @@ def register_measure(
         resampling=check_choice(resampling, "resampling", RESAMPLING),
         row_options=tuple(row_options),
         similarity_repository=tuple(similarity_repository),
+        trivial_samples=check_int(trivial_samples, "trivial_samples", minimum=0),
     )
     MEASURES[name] = spec
     return spec
@@ -158,21 +165,43 @@ def as_rows(x: object, name: str, finite: bool = True) -> torch.Tensor:
 
 
 def prepare_pair(
-    x: object, y: object, *, min_rows: int, measure: str, finite: bool = True, scale_free: bool = False
+    x: object,
+    y: object,
+    *,
+    min_rows: int,
+    measure: str,
+    finite: bool = True,
+    scale_free: bool = False,
+    varying: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Validate a pair of representations of the same samples; ``y`` follows ``x``'s dtype and device.
-    ``finite=False`` leaves the NaN/inf check to the caller. ``scale_free=True``, for measures invariant to
-    isotropic scaling of each side: each side is multiplied by the power of two that brings its largest magnitude
-    into [0.5, 1) (exact), so that products and squares of data near the ends of the dtype's range neither
-    overflow nor underflow."""
+    ``finite=False`` leaves the NaN/inf check to the caller. ``varying=True``, for measures undefined on a
+    representation whose rows are all equal (0/0 after centring, or neighbours that are all ties): such a side is
+    refused with a ``ZeroVarianceError`` naming it (``check_varying``), whatever the row order. ``scale_free=True``,
+    for measures invariant to isotropic scaling of each side: each side is multiplied by the power of two that
+    brings its largest magnitude into [0.5, 1) (exact), so that products and squares of data near the ends of the
+    dtype's range neither overflow nor underflow."""
     xt, yt = as_rows(x, "x", finite), as_rows(y, "y", finite)
     check_same_rows(xt, yt, "x", "y")
     yt = match_reference(yt, xt, "y", "x")
     if xt.shape[0] < min_rows:
         raise ValueError(f"x, y: {measure} needs at least {min_rows} samples (rows), got {xt.shape[0]}")
+    if varying:
+        check_varying(xt, "x", measure)
+        check_varying(yt, "y", measure)
     if scale_free and xt.numel() and yt.numel():
         xt, yt = rescaled_for_moments(xt), rescaled_for_moments(yt)
     return xt, yt
+
+
+def check_varying(t: torch.Tensor, name: str, measure: str) -> None:
+    """Refuse a representation whose rows are all equal (a constant layer, dead units, a collapsed encoder).
+
+    Tested exactly, row against row, not on the centred data: centring a constant in floating point leaves
+    rounding residues of either sign, which would turn 0/0 into an arbitrary value (or an order-dependent one).
+    """
+    if t.shape[0] > 1 and torch.equal(t, t[:1].expand_as(t)):
+        raise ZeroVarianceError(name, measure)
 
 
 def check_same_space(xt: torch.Tensor, yt: torch.Tensor, measure: str) -> None:

@@ -38,6 +38,6 @@ def r2_linear(x: ArrayLike, y: ArrayLike) -> float | torch.Tensor:
     Computed in float64; differentiable for torch inputs. A constant y raises an error (R^2 undefined). With
     ``p >= n - 1`` features in x the fit reproduces any y (R^2 = 1): a ``SmallSampleWarning`` says so.
     """
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="R^2")
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="R^2", varying=True)
     warn_if_trivial("r2_linear", xt.shape[0], xt.shape[1], yt.shape[1])
     return as_result(r2_from_moments(moments_of(xt, yt)), x, xt)

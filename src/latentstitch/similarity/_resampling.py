@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from latentstitch._core.params import check_choice, check_positive_int
+from latentstitch._core.params import check_choice, check_positive_int, check_seed
 
 GROUP_MODES = ("within", "whole")
 
@@ -156,6 +156,7 @@ def row_weights(seed: int, start: int, stop: int, replicates: int, scheme: str =
     """
     check_positive_int(replicates, "replicates")
     check_choice(scheme, "scheme", WEIGHT_SCHEMES)
+    seed = check_seed(seed)
     with np.errstate(over="ignore"):
         key = _splitmix64(np.array([seed], dtype=np.uint64))
         rows = _splitmix64(np.arange(start, stop, dtype=np.uint64)[:, None] ^ key)

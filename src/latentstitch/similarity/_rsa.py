@@ -75,7 +75,7 @@ def rsa(x: ArrayLike, y: ArrayLike, rdm: str = "euclidean", correlation: str = "
     """
     check_choice(rdm, "rdm", DISSIMILARITIES)
     check_choice(correlation, "correlation", CORRELATIONS)
-    xt, yt = prepare_pair(x, y, min_rows=3, measure="RSA")
+    xt, yt = prepare_pair(x, y, min_rows=3, measure="RSA", varying=True)
     # Every RDM here scales by a constant (or not at all) with the data, and both correlations ignore that constant:
     # dividing by the largest magnitude first keeps values of 1e-200 or 1e200 from underflowing or overflowing.
     dx, dy = dissimilarity_matrix(_unit_peak(xt), rdm), dissimilarity_matrix(_unit_peak(yt), rdm)

@@ -7,6 +7,7 @@ import torch
 
 from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.numerics import power_of_two_scale
+from latentstitch._core.params import check_state
 from latentstitch.distributed import is_dask_array, update_blocks
 from latentstitch.similarity._cka import linear_hsic_terms
 from latentstitch.similarity._cka_statistics import cka_ratio
@@ -85,6 +86,7 @@ class StreamingMinibatchCKA:
         return state
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> StreamingMinibatchCKA:
+        check_state(state, ("batches",), ("totals", "scales"))
         self.totals = state.get("totals")
         self.batches = int(state["batches"])
         scales = state.get("scales")

@@ -14,6 +14,7 @@ from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.moments import CrossMoments
 from latentstitch.similarity._cca import whitener
 from latentstitch.similarity._registry import ZeroVarianceError, as_result, moments_of, prepare_pair
+from latentstitch.similarity._sample_size import warn_if_trivial
 
 
 def eigenspace_overlap_from_moments(m: CrossMoments, dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -38,6 +39,7 @@ def eigenspace_overlap(x: ArrayLike, y: ArrayLike) -> float | torch.Tensor:
     differentiable for torch inputs. Rank deficiency is handled as in CCA (``RankDeficiencyWarning``).
     """
     xt, yt = prepare_pair(x, y, min_rows=1, measure="the eigenspace overlap")
+    warn_if_trivial("eigenspace_overlap", xt.shape[0], xt.shape[1], yt.shape[1])
     return as_result(eigenspace_overlap_from_moments(moments_of(xt, yt), xt.dtype), x, xt)
 
 
@@ -72,5 +74,6 @@ def ensd(x: ArrayLike, y: ArrayLike) -> float | torch.Tensor:
     symmetric. Invariant to orthogonal maps, isotropic scaling and translation of either side. Computed in feature
     space from moments (O(p^2 + q^2) memory); differentiable for torch inputs.
     """
-    xt, yt = prepare_pair(x, y, min_rows=2, measure="ENSD")
+    xt, yt = prepare_pair(x, y, min_rows=2, measure="ENSD", varying=True)
+    warn_if_trivial("ensd", xt.shape[0], xt.shape[1], yt.shape[1])
     return as_result(ensd_from_moments(moments_of(xt, yt)), x, xt)

@@ -34,7 +34,7 @@ import torch
 from sklearn.base import BaseEstimator
 from torch import nn
 
-from latentstitch._core.params import check_positive_int
+from latentstitch._core.params import check_positive_int, check_seed
 from latentstitch.stitching._connectors import (
     CONNECTORS,
     RelativeConnector,
@@ -262,7 +262,7 @@ def stitch_layers(
             raise TypeError(f"connectors[{index}]: expected a name, an estimator or an nn.Module, got {type(spec)}")
     num_anchors = check_positive_int(num_anchors, "num_anchors")
     max_rows = check_positive_int(max_rows, "max_rows")
-    generator = np.random.default_rng(seed)
+    generator = np.random.default_rng(check_seed(seed))
     anchor_inputs = None
     if any(spec == "relative" for spec in specs):
         if anchors is None:

@@ -25,7 +25,7 @@ from torch import nn
 
 from latentstitch._core.arrays import channels_as_rows
 from latentstitch._core.moments import CrossMoments
-from latentstitch._core.params import check_choice
+from latentstitch._core.params import check_choice, check_seed
 from latentstitch.stitching._data import in_memory
 from latentstitch.stitching._hooks import capture, eval_mode, model_device, resolve_layer
 from latentstitch.stitching._least_squares import LeastSquares
@@ -94,7 +94,7 @@ def fit_direct_null(
     resolve_layer(model_a, layer_a, "layer_a")
     resolve_layer(model_b, layer_b, "layer_b")
     inputs, _ = _memory(data, "data")
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(check_seed(seed))
     order = torch.randperm(len(inputs), generator=generator)
     if null == "noise" and statistics is None:
         statistics = SenderStatistics(model_a, layer_a, inputs, batch_size)
@@ -122,7 +122,7 @@ def null_sender(
     """While active, ``stitched`` receives null activations from model A: each batch's activations shuffled across
     the batch (``"shuffled"``; training batches of in-memory data are random subsets, so this pairs random samples)
     or replaced by noise with A's mean and covariance (``"noise"``, needs ``statistics``)."""
-    generator = torch.Generator().manual_seed(seed)
+    generator = torch.Generator().manual_seed(check_seed(seed))
     original = stitched.activation_a
 
     def replaced(x: torch.Tensor) -> torch.Tensor:
@@ -161,6 +161,7 @@ def stitch_nulls(
     ``direct_data`` must be in memory (the nulls permute samples over the whole set). The null stitched networks are
     evaluated on ``eval_data`` with real activations, like the real one.
     """
+    seed = check_seed(seed)
     direct_data = data if direct_data is None else direct_data
     inputs, _ = _memory(direct_data, "direct_data")
     if isinstance(method, TaskLoss):

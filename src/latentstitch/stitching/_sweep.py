@@ -19,6 +19,7 @@ from sklearn.base import clone
 from torch import nn
 
 from latentstitch._core.figures import write_figure
+from latentstitch._core.params import check_seed
 from latentstitch.distributed import map_tasks
 from latentstitch.stitching._direct import fit_direct
 from latentstitch.stitching._hooks import resolve_layer
@@ -111,6 +112,7 @@ def sweep(
         ``to_markdown()`` and ``plot()`` give the paper's Figure 2 (relative accuracy per layer and method).
     """
     methods = as_methods(methods)
+    null_seed = check_seed(null_seed, "null_seed")
     layers = [layers] if isinstance(layers, str) else list(layers)
     if not layers:
         raise ValueError("layers: expected at least one layer name")

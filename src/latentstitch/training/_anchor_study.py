@@ -34,7 +34,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, to_numpy
-from latentstitch._core.params import check_choice, check_positive, check_positive_int
+from latentstitch._core.params import check_choice, check_positive, check_positive_int, check_seed
 from latentstitch._core.progress import progress_bar
 from latentstitch.relative import fit_prototypes, relative_projection, select_anchors, standardize_rows
 from latentstitch.training._anchor_study_result import AnchorStudy
@@ -148,7 +148,7 @@ class _Study:
         counts = [check_positive_int(n, "n_anchors") for n in n_anchors]
         if not counts:
             raise ValueError("n_anchors: expected at least one number of anchors")
-        seeds = [int(s) for s in seeds]
+        seeds = [check_seed(s, "seeds") for s in seeds]
         if not seeds:
             raise ValueError("seeds: expected at least one seed")
         epochs = check_positive_int(epochs, "epochs")
@@ -283,6 +283,7 @@ def _cross_entropy(head: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) ->
 def train_relative_head(r: torch.Tensor, y: torch.Tensor, classes: int, epochs: int, lr: float, seed: int) -> nn.Linear:
     """A linear softmax classifier on relative vectors standardised per sample over the anchors, trained full-batch
     by ``fit`` (Adam, ``epochs`` steps) and initialised under ``seed``, without touching torch's global generator."""
+    seed = check_seed(seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         head = nn.Linear(r.shape[1], classes).to(r.dtype)
