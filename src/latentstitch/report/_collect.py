@@ -21,11 +21,7 @@ from latentstitch.report._html import is_image
 from latentstitch.report._markdown import title_and_body
 
 #: The kinds of result JSON file the report renders.
-<<<<<<< HEAD
-KINDS = ("reproduction", "demo", "bridge", "compare", "layers")
-=======
-KINDS = ("reproduction", "demo", "bridge", "compare", "migration")
->>>>>>> migrate
+KINDS = ("reproduction", "demo", "bridge", "compare", "layers", "migration")
 #: The kind of a folder reported by its markdown (no result JSON file).
 MEASUREMENT = "measurement"
 CHECKPOINT = "checkpoint"  # experiments' folder of the finished stages of an interrupted run
@@ -228,12 +224,8 @@ def _collect_folder(folder: Path, collection: Collection) -> None:
 
 def _named_files(data: dict[str, Any]) -> set[str]:
     """The files a bridge / compare output names (its inputs, the saved bridge): not results, but accounted for."""
-<<<<<<< HEAD
-    names = [data.get(key) for key in ("source", "target", "bridge_file", "a", "b")]
-    names += list(data.get("models") or []) if data.get("kind") == "layers" else []
-=======
     names = [data.get(key) for key in ("source", "target", "bridge_file", "a", "b", "index", "migration", "sample")]
->>>>>>> migrate
+    names += list(data.get("models") or []) if data.get("kind") == "layers" else []
     names += [str(line).split(":")[0] for line in data.get("files", []) or []]
     return {Path(str(name)).name for name in names if name}
 
