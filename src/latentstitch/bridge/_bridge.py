@@ -35,6 +35,7 @@ from latentstitch.bridge._estimate import estimate, estimate_from_dict
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._results import BudgetRow, budget_rows, route_scores
 from latentstitch.bridge._routes import RouteSpec, get_route, resolve_routes
+from latentstitch.bridge._scale import anchor_scale, check_scale, head_at_scale, rescale
 from latentstitch.bridge._scores import predictions
 from latentstitch.bridge._select import CONSUMER_SCORES, CONSUMERS, rule_sentence, select_route
 from latentstitch.bridge._validate import (
@@ -168,6 +169,10 @@ class Bridge(Persistable, BaseEstimator):
         One row per anchor count: ``anchors``, and ``scores``: route name -> (mean, std) of the held-out MRR (or,
         with a head, prediction agreement); ``row.to_dict()`` is ``{"anchors": n, route: [mean, std], ...}``.
     n_anchors_, n_features_source_, n_features_target_ : int
+    scale_ : float
+        The power of two both sides were multiplied by before fitting (``_scale.anchor_scale``): 1.0 unless their
+        magnitudes would overflow or underflow (1e+200, 1e-200); ``transform`` applies it and a translation
+        route's output is scaled back, so the answer is the one at the input's scale.
 
     Examples
     --------
@@ -256,7 +261,10 @@ class Bridge(Persistable, BaseEstimator):
         self.n_anchors_ = s.shape[0]
         self.n_features_source_, self.n_features_target_ = s.shape[1], t.shape[1]
         parts = kfold(self.n_anchors_, self.cv, self.seed, name="cv", min_rows=MIN_PER_FOLD)
+        self.scale_ = anchor_scale(s, t)  # a power of two: 1.0 unless the magnitudes would overflow or underflow
         reference = None if head is None else predictions(head, target)
+        head = None if head is None else head_at_scale(head, self.scale_, target.dtype)
+        source, target = rescale(source, self.scale_), rescale(target, self.scale_)
         anchors = Anchors(source, target, parts, self.seed, head, reference, CONSUMER_SCORES[self.consumer])
         self._warn_inputs(s, t, anchors)
         return anchors
@@ -356,9 +364,13 @@ class Bridge(Persistable, BaseEstimator):
         the input's type. A dask array gives a lazy dask array, bridged block by block."""
         check_is_fitted(self, "estimator_")
         self._check_width(source, self.n_features_source_, "source")
+        scale = getattr(self, "scale_", 1.0)
+        source = rescale(source, scale)
         if is_dask_array(source):
-            return map_rows(source, self.estimator_.transform, self._output_width(), "source")
-        return self.estimator_.transform(source)
+            out = map_rows(source, self.estimator_.transform, self._output_width(), "source")
+        else:
+            out = self.estimator_.transform(source)
+        return out if self.family_ == "relative" else rescale(out, 1.0 / scale)
 
     def transform_target(self, target: ArrayLike) -> ArrayLike:
         """What the consumer of a bridged vector is trained on, from target vectors (n, q): the vectors themselves
@@ -367,6 +379,7 @@ class Bridge(Persistable, BaseEstimator):
         self._check_width(target, self.n_features_target_, "target")
         if self.family_ != "relative":
             return target
+        target = rescale(target, getattr(self, "scale_", 1.0))
         if is_dask_array(target):
             return map_rows(target, self.estimator_.transform_target, self._output_width(), "target")
         return self.estimator_.transform_target(target)
@@ -412,4 +425,5 @@ class Bridge(Persistable, BaseEstimator):
         and anchor count against the route table and the fitted estimator."""
         if "estimate_" not in vars(self):  # saved by a version before the quality estimate
             self.estimate_ = None
+        self.scale_ = check_scale(vars(self).get("scale_", 1.0))  # 1.0 for a bridge saved before it was recorded
         check_loaded(self, MIN_PER_FOLD)

@@ -66,6 +66,8 @@ class StackedRoute(Persistable, BaseEstimator):
         check_is_fitted(self, "coef_")
         x = as_float_tensor(source, "source", ndim=2)
         coef = as_float_tensor(self.coef_, "coef_").to(device=x.device, dtype=torch.float64)
+        if x.shape[1] != coef.shape[0]:
+            raise ValueError(f"source: has {x.shape[1]} features but the blend was fitted on {coef.shape[0]}")
         intercept = as_float_tensor(self.intercept_, "intercept_").to(device=x.device, dtype=torch.float64)
         return wrap_like((x.detach().double() @ coef + intercept).to(x.dtype), source)
 

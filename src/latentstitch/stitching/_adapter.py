@@ -21,10 +21,22 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows, wrap_like
+from latentstitch._core.numerics import power_of_two_scale, safe_norm_range
 from latentstitch._core.params import Rule, check_nonnegative, check_positive, check_positive_int, check_seed, rule
 from latentstitch._core.persist import Persistable
 from latentstitch.relative import SPREAD_FLOOR, floored_spread
 from latentstitch.stitching._least_squares import LeastSquares
+
+
+def _training_scale(t: torch.Tensor) -> float:
+    """The power of two that brings ``t`` (float64 or narrower) into float32's exact range when its largest magnitude
+    lies outside it (1e+30, 1e-200): training runs on ``t * scale``, and the learned maps are scaled back exactly.
+    1.0 otherwise (and for NaN/inf, refused later)."""
+    top = float(t.abs().amax()) if t.numel() else 0.0
+    low, high = safe_norm_range(torch.float32, max(t.shape[1], 1))
+    if not np.isfinite(top) or top == 0.0 or low <= top <= high:
+        return 1.0
+    return float(power_of_two_scale(torch.tensor(top, dtype=torch.float64)))
 
 
 def _fraction(value: object, name: str) -> float:
@@ -55,6 +67,11 @@ class ResidualAdapter(Persistable, BaseEstimator):
     Learned: ``coef_`` (p, q), ``intercept_`` (q,), ``mean_``, ``scale_`` (p,), ``w1_`` (p, hidden), ``b1_``,
     ``w2_`` (hidden, q), ``b2_``; ``best_epoch_`` (0: the MLP did not help on held-out anchors),
     ``validation_loss_`` (of the linear map, and of the kept weights).
+
+    Vectors beyond float32's exact range (largest magnitude above about 1e+18 or below about 1e-15) are trained on
+    after an exact power-of-two rescaling of each side, and the learned maps are scaled back: the adapter is the
+    one fitted to the rescaled vectors, expressed at the input's scale. ``validation_loss_`` stays in the units
+    training ran in (those of ``target`` times that power of two, whose squares are representable).
     """
 
     _parameter_constraints: ClassVar[dict[str, Rule]] = {
@@ -90,9 +107,11 @@ class ResidualAdapter(Persistable, BaseEstimator):
 
     def fit(self, source: ArrayLike, target: ArrayLike) -> ResidualAdapter:
         self._check_params()
-        x = as_float_tensor(source, "source", ndim=2, min_rows=4).detach().cpu().to(torch.float32)
-        y = as_float_tensor(target, "target", ndim=2, min_rows=4).detach().cpu().to(torch.float32)
+        x = as_float_tensor(source, "source", ndim=2, min_rows=4).detach().cpu()
+        y = as_float_tensor(target, "target", ndim=2, min_rows=4).detach().cpu()
         check_same_rows(x, y, "source", "target")
+        sx, sy = _training_scale(x), _training_scale(y)  # exact powers of two, 1.0 at ordinary magnitudes
+        x, y = (x * sx).to(torch.float32), (y * sy).to(torch.float32)
         n = x.shape[0]
         order = np.random.default_rng(self.seed).permutation(n)
         held = max(2, round(n * self.validation_fraction))
@@ -134,9 +153,15 @@ class ResidualAdapter(Persistable, BaseEstimator):
                 if waited >= self.patience:
                     break
         like = source
-        self.coef_, self.intercept_ = wrap_like(coef.double(), like), wrap_like(intercept.double(), like)
-        self.mean_, self.scale_ = wrap_like(mean.double(), like), wrap_like(scale.double(), like)
-        self.w1_, self.b1_, self.w2_, self.b2_ = (wrap_like(p.double(), like) for p in best)
+        # trained on (x sx, y sy): y = (x sx) coef / sy + intercept / sy + relu((x - mean / sx) / (scale / sx) ...)
+        coef64, mean64, scale64 = coef.double() * sx / sy, mean.double() / sx, scale.double() / sx
+        w1, b1, w2, b2 = (p.double() for p in best)
+        w2, b2, intercept64 = w2 / sy, b2 / sy, intercept.double() / sy
+        if not all(bool(torch.isfinite(t).all()) for t in (coef64, intercept64, mean64, scale64, w2, b2)):
+            raise ValueError("source, target: the map between their magnitudes overflows float64; rescale one side")
+        self.coef_, self.intercept_ = wrap_like(coef64, like), wrap_like(intercept64, like)
+        self.mean_, self.scale_ = wrap_like(mean64, like), wrap_like(scale64, like)
+        self.w1_, self.b1_, self.w2_, self.b2_ = (wrap_like(p, like) for p in (w1, b1, w2, b2))
         self.best_epoch_ = best_epoch
         self.validation_loss_ = [first, best_loss]
         self.n_features_in_, self.n_features_out_ = x.shape[1], y.shape[1]
