@@ -61,6 +61,9 @@ ALLOWED = {
     ("embeddings/_write.py", "EmbeddingWriter._open"): "opens the memory map / parquet / CSV on PendingFile.path",
     ("embeddings/_write.py", "EmbeddingWriter._write_held"): "writes .npz/.safetensors/.pt to PendingFile.path",
     ("report/_charts.py", "_png"): "draws PNG bytes into an in-memory buffer (embedded in the page): no file",
+    ("migrate/stores/_files.py", "FileWriter.__init__"): "opens the staged .npy inside apply's partial folder, which "
+    "_core.atomic.commit_staged renames onto the output once every chunk is written (resumable: the folder survives "
+    "an interruption, the output never holds a partial index)",
 }
 EXEMPT_MODULES = {"_core/atomic.py"}  # the protocol itself
 

@@ -430,6 +430,15 @@ CLI: dict[str, list[tuple[list[str], str]]] = {
         (["efficientnet-lite0", "efficientnet-lite1", "--data", "{source}"], "--data"),  # a file for images
         (["minilm-l6", "minilm-l6", "--layers-a", ","], "--layers-a"),
     ],
+    "migrate": [
+        (["plan", "{source}", "--budget", "0", "-o", "{out}/p.csv"], "--budget"),
+        (["plan", "{source}", "--budget", "0.1", "--holdout", "2", "-o", "{out}/p.csv"], "--holdout"),
+        (["plan", "{missing}", "--budget", "0.1", "-o", "{out}/p.csv"], "{missing}"),
+        (["plan", "{source}", "--budget", "0.1", "-o", "{source}"], "--output"),  # an input (issue 27)
+        (["fit", "{source}", "{missing}", "-o", "{out}/m.json"], "{missing}"),
+        (["apply", "{missing}", "{source}", "-o", "{out}/n.npy"], "{missing}"),
+        (["nope"], "nope"),
+    ],
     "report": [
         (["{missing}", "-o", "{out}/r.html"], "RESULTS_DIR"),
         (["{out}", "-o", "{out}/r.html"], "RESULTS_DIR"),  # a folder without any result file

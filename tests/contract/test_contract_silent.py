@@ -170,6 +170,26 @@ SEEDED = {
     ),
     "similarity.bootstrap_ci": lambda s: similarity.bootstrap_ci(_x(), _x(seed=1), n_boot=2, seed=s),
     "similarity.row_weights": lambda s: similarity.row_weights(s, 0, 5, 2),
+    "similarity.LayerMoments.__init__": lambda s: similarity.LayerMoments(seed=s),
+    "similarity.LayerMoments.from_state_dict": lambda s: similarity.LayerMoments.from_state_dict(
+        similarity.LayerMoments().state_dict(), {"a": [], "b": []}, seed=s
+    ),
+    "similarity.layer_moments": lambda s: similarity.layer_moments(
+        nn.Sequential(nn.Linear(3, 2)),
+        nn.Sequential(nn.Linear(3, 2)),
+        [torch.randn(6, 3)],
+        layers_a=["0"],
+        layers_b=["0"],
+        seed=s,
+    ),
+    "similarity.layer_similarity": lambda s: similarity.layer_similarity(
+        nn.Sequential(nn.Linear(3, 2)),
+        nn.Sequential(nn.Linear(3, 2)),
+        [torch.randn(6, 3)],
+        layers_a=["0"],
+        layers_b=["0"],
+        seed=s,
+    ),
     "similarity.permutation_test": lambda s: similarity.permutation_test(_x(), _x(seed=1), permutations=2, seed=s),
     "similarity.pairwise_test": lambda s: similarity.pairwise_test(
         [_x()], [_x(seed=1)], permutations=2, seed=s, progress=False

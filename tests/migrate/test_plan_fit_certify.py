@@ -85,7 +85,9 @@ def test_certificate_intervals_and_reference(fitted, corpus):
     assert threshold["interval"][0] <= threshold["bridged_threshold"] <= threshold["interval"][1]
     assert 0 <= threshold["decisions_changed"] < 0.5
     curve = certificate.curve
-    assert curve["by_confidence"][-1] >= curve["by_confidence"][0]  # re-embedding everything cannot hurt
+    # nothing re-embedded: both orders read the bridged index; everything re-embedded: both read the new model's
+    assert curve["share"][0] == 0 and curve["share"][-1] == 1
+    assert curve["by_confidence"][0] == curve["at_random"][0] and curve["by_confidence"][-1] == curve["at_random"][-1]
     assert certificate.to_dict()["kind"] == "migration"
 
 

@@ -308,6 +308,6 @@ def test_saved_file_is_plain_safetensors_with_a_json_header(tmp_path):
     assert header["class"] == "LatentTranslator"
     assert header["params"]["stitcher"] == {
         "estimator": "ReducedRank",
-        "params": {k: {"value": v} for k, v in [("bias", True), ("rank", 2), ("ridge", 0.0)]},
+        "params": {k: {"value": v} for k, v in [("bias", True), ("rank", 2), ("ridge", 0.0), ("ridge_units", "gram")]},
     }
     assert {"coef_", "intercept_", "stitcher_.coef_", "stitcher_.moments_.ab", "source_scaler_.mean_"} <= keys

@@ -166,3 +166,18 @@ def inside_folder(folder: str | os.PathLike, name: object, *, manifest: str | os
             "may only name files inside it"
         )
     return candidate
+
+
+def commit_staged(staged: str | os.PathLike, destination: str | os.PathLike) -> Path:
+    """Move a staged output (a file or a folder written in full beside its destination, e.g. a resumable ``apply``'s
+    partial folder) onto ``destination`` in one rename, after fsyncing every file it holds; the folder is fsynced
+    after the rename. A folder destination must not exist yet (an existing one is never replaced)."""
+    staged, target = Path(os.fspath(staged)), Path(os.fspath(destination))
+    files = [staged] if staged.is_file() else [p for p in staged.rglob("*") if p.is_file()]
+    for path in files:
+        _fsync_file(path)
+    if staged.is_dir() and target.exists():
+        raise FileExistsError(f"{target}: exists already; a staged folder never replaces one")
+    os.replace(staged, target)
+    _fsync_folder(target.parent)
+    return target

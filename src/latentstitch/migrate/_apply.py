@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch._core.atomic import PARTIAL_MARK, atomic_path, refuse_inputs, write_text
+from latentstitch._core.atomic import PARTIAL_MARK, atomic_path, commit_staged, refuse_inputs, write_text
 from latentstitch.migrate._migration import Migration
 from latentstitch.migrate._retrieval import prepare
 from latentstitch.migrate.stores import VectorStore, create_writer
@@ -157,7 +157,7 @@ def apply_migration(
                 ids = np.load(work / f"ids-{number:06d}.npy", allow_pickle=False)
                 writer.add(ids, np.load(work / f"chunk-{number:06d}.npy", allow_pickle=False))
         writer.close()
-        os.replace(work / staged_name, output)
+        commit_staged(work / staged_name, output)
     except OSError as error:
         if error.errno in (errno.ENOSPC, errno.EDQUOT):
             raise _disk_full(error, work, total, total) from None

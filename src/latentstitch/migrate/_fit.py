@@ -22,7 +22,7 @@ from sklearn.base import clone
 
 from latentstitch._core.folds import kfold, training_rows
 from latentstitch._core.params import check_seed
-from latentstitch.bridge import ROUTES, Bridge, BridgeWarning
+from latentstitch.bridge import Bridge, BridgeWarning, resolve_routes
 from latentstitch.migrate._migration import MODES, Migration
 from latentstitch.migrate._retrieval import check_metric, per_query, positions, prepare, ranks, search
 
@@ -59,7 +59,7 @@ class QuerySample:
 
 def translation_routes() -> list[str]:
     """The bridge routes a vector index can read: every automatic route of the translation family."""
-    return [spec.name for spec in ROUTES.values() if spec.family == "translation" and spec.auto]
+    return [spec.name for spec in resolve_routes("auto") if spec.family == "translation"]
 
 
 def coverage_warning(old: np.ndarray, sample_rows: np.ndarray, metric: str, seed: int) -> str | None:
