@@ -211,8 +211,12 @@ def top_right_vectors(a: torch.Tensor, k: int, iterations: int = 3, oversample: 
 
 
 def _polar(b: Basis, scaled_target: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``thin_svd`` of the cross product, in float64 whatever the data's precision: the singular vectors come from the
+    eigendecomposition of ``a a^T``, whose squared spread float32 would cut off at about 1e-3 of the largest singular
+    value, dropping the weak directions an orthogonal map must keep. Returned in the data's precision."""
     if scaled_target not in b.polar:
-        b.polar[scaled_target] = thin_svd(b.a / b.scale_y if scaled_target else b.a)
+        a = (b.a / b.scale_y if scaled_target else b.a).to(torch.float64)
+        b.polar[scaled_target] = tuple(x.to(b.a.dtype) for x in thin_svd(a))
     return b.polar[scaled_target]
 
 
@@ -242,20 +246,32 @@ def low_rank_candidates(fold: Fold, ranks=RANKS, ridge: float = LOW_RANK_RIDGE) 
 
 @dataclass
 class RelativeCache:
-    """Per relative variant, the all-anchor products the folds downdate (built lazily, once per fit)."""
+    """Per relative variant, the all-anchor products the folds downdate (built lazily, once per fit). With the
+    anchors' folds (``parts``), the products are taken part by part and summed, so a fold's downdate is a
+    subtraction of its own part's products, not another product over its rows."""
 
     source: torch.Tensor  # compute dtype
     target: torch.Tensor
-    _phi: dict[str, tuple[torch.Tensor, ...]] = field(default_factory=dict)
+    parts: list[np.ndarray] | None = None
+    _phi: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
-    def phi(self, variant: str) -> tuple[torch.Tensor, ...]:
+    def phi(self, variant: str) -> tuple[Any, ...]:
         """(phi of every source anchor, of every target item, M over all anchors, target norms over all anchors,
-        the source's Gram matrix ``Phi_s^T Phi_s`` over all anchors)."""
+        the source's Gram matrix ``Phi_s^T Phi_s`` over all anchors, and per part its (M, Gram) or None)."""
         if variant not in self._phi:
             s, t = _phi(self.source, variant), _phi(self.target, variant)
-            m = matmul(s.T, t)
+            per_part = None
+            if self.parts is not None:
+                per_part = []
+                for rows in self.parts:
+                    index = torch.as_tensor(rows, device=s.device)
+                    si, ti = s[index], t[index]
+                    per_part.append((matmul(si.T, ti), matmul(si.T, si)))
+                m, gram = sum(pm for pm, _ in per_part), sum(pg for _, pg in per_part)
+            else:
+                m, gram = matmul(s.T, t), matmul(s.T, s)
             norms = (matmul(t, matmul(t.T, t)) * t).sum(dim=1).clamp(min=0).sqrt()
-            self._phi[variant] = (s, t, m, norms, matmul(s.T, s))
+            self._phi[variant] = (s, t, m, norms, gram, per_part)
         return self._phi[variant]
 
 
@@ -270,10 +286,12 @@ def _phi(x: torch.Tensor, variant: str) -> torch.Tensor:
 def relative_candidates(fold: Fold, variant: str) -> list[Candidate]:
     """Similarity rows (queries x all N target items) of a relative route: cosine (``"plain"``), centred
     (``"centered"``) or robust (``"robust"``) relative vectors over the fold's training anchors."""
-    s, t, m_all, norms_all, gram_all = fold.relative.phi(variant)
+    s, t, m_all, norms_all, gram_all, per_part = fold.relative.phi(variant)
     n = s.shape[0]
     train = torch.as_tensor(fold.train, device=s.device)
-    if len(fold.train) * 2 < n:
+    if per_part is not None and fold.part is not None:
+        m, gram = m_all - per_part[fold.part][0], gram_all - per_part[fold.part][1]
+    elif len(fold.train) * 2 < n:
         m, gram = matmul(s[train].T, t[train]), matmul(s[train].T, s[train])
     else:
         rest = torch.as_tensor(np.setdiff1d(np.arange(n), fold.train), device=s.device)
