@@ -63,7 +63,7 @@ class Basis:
     queries: torch.Tensor  # (n_q, m): scaled, centred queries in the basis V
     trace: float
     features: int
-    polar: dict[bool, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    polar: dict[bool, Any] = field(default_factory=dict)  # Polar per target scaling
 
 
 @dataclass
@@ -210,13 +210,38 @@ def top_right_vectors(a: torch.Tensor, k: int, iterations: int = 3, oversample: 
     return (qt @ basis.T)[:k]
 
 
-def _polar(b: Basis, scaled_target: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``thin_svd`` of the cross product, in float64 whatever the data's precision: the singular vectors come from the
-    eigendecomposition of ``a a^T``, whose squared spread float32 would cut off at about 1e-3 of the largest singular
-    value, dropping the weak directions an orthogonal map must keep. Returned in the data's precision."""
+@dataclass
+class Polar:
+    """The polar factor ``W = P Q^T`` of a small cross product ``a`` (m, q) = ``P diag(s) Q^T``, kept as the
+    eigenvectors of the smaller of ``a a^T`` and ``a^T a`` (float64 whatever the data's precision: float32 would cut
+    their squared spread off near 1e-3 of the largest singular value, dropping the weak directions an orthogonal map
+    must keep). ``W`` itself is never formed: ``apply`` maps a few query rows through it, ``z W = z P diag(1/s) P^T
+    a`` (or ``z a Q diag(1/s) Q^T``), which is cheaper than the m x m x q product that forms ``Q^T``."""
+
+    a: torch.Tensor  # float64
+    vectors: torch.Tensor  # P (m <= q) or Q (m > q), without the null directions
+    s: torch.Tensor
+    left: bool
+
+    @classmethod
+    def of(cls, a: torch.Tensor) -> Polar:
+        a = a.to(torch.float64)
+        m, q = a.shape
+        left = m <= q
+        s2, vectors = torch.linalg.eigh(a @ a.T if left else a.T @ a)
+        keep = s2 > max(m, q) * torch.finfo(s2.dtype).eps * max(float(s2.max()), 0.0)
+        return cls(a, vectors[:, keep], s2[keep].sqrt(), left)
+
+    def apply(self, z: torch.Tensor) -> torch.Tensor:
+        """``z @ W`` (n, q) for rows ``z`` (n, m), in ``z``'s precision."""
+        z64, v = z.to(torch.float64), self.vectors
+        out = (((z64 @ v) / self.s) @ v.T) @ self.a if self.left else (((z64 @ self.a) @ v) / self.s) @ v.T
+        return out.to(z.dtype)
+
+
+def _polar(b: Basis, scaled_target: bool) -> Polar:
     if scaled_target not in b.polar:
-        a = (b.a / b.scale_y if scaled_target else b.a).to(torch.float64)
-        b.polar[scaled_target] = tuple(x.to(b.a.dtype) for x in thin_svd(a))
+        b.polar[scaled_target] = Polar.of(b.a / b.scale_y if scaled_target else b.a)
     return b.polar[scaled_target]
 
 
@@ -224,10 +249,10 @@ def procrustes_candidates(fold: Fold, scaled: bool) -> list[Candidate]:
     """``scaled=False``: ``LatentTranslator(Procrustes())`` (standard-scaled sides, orthogonal map);
     ``scaled=True``: ``Procrustes(center=True, scale=True)`` on the raw vectors."""
     b = fold.frame(not scaled)
-    p, s, qt = _polar(b, scaled_target=not scaled)
-    rotated = (b.queries @ p) @ qt
+    polar = _polar(b, scaled_target=not scaled)
+    rotated = polar.apply(b.queries)
     if scaled:
-        return [({}, rotated * (float(s.sum()) / b.trace) + b.mean_y)]
+        return [({}, rotated * (float(polar.s.sum()) / b.trace) + b.mean_y)]
     return [({}, rotated * b.scale_y + b.mean_y)]
 
 
