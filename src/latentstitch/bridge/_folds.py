@@ -162,8 +162,10 @@ def _basis(fold: Fold, standardize: bool, decompose: bool = True) -> Basis:
             e, u = torch.linalg.eigh(matmul(xc, xc.T))
             keep = e > n * torch.finfo(e.dtype).eps * max(float(e.max()), 0.0)
             e, u = e[keep], u[:, keep]
-            v = (xc.T @ u) / e.sqrt()
             a = e.sqrt()[:, None] * (u.T @ yc)
+            # the queries in the basis V = Xc^T U / sqrt(e), without forming V (p x n)
+            z = (fold.source[torch.as_tensor(fold.queries, device=xc.device)] - mean_x) / scale_x
+            return Basis(mean_x, scale_x, mean_y, scale_y, e, a, ((z @ xc.T) @ u) / e.sqrt(), trace, p)
     queries = ((fold.source[torch.as_tensor(fold.queries, device=v.device)] - mean_x) / scale_x) @ v
     return Basis(mean_x, scale_x, mean_y, scale_y, e, a, queries, trace, p)
 
@@ -278,11 +280,11 @@ class RelativeCache:
     source: torch.Tensor  # compute dtype
     target: torch.Tensor
     parts: list[np.ndarray] | None = None
-    _phi: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    _phi: dict[str, Any] = field(default_factory=dict)
 
     def phi(self, variant: str) -> tuple[Any, ...]:
-        """(phi of every source anchor, of every target item, M over all anchors, target norms over all anchors,
-        the source's Gram matrix ``Phi_s^T Phi_s`` over all anchors, and per part its (M, Gram) or None)."""
+        """(phi of every source anchor, of every target item, M over all anchors, the source's Gram matrix
+        ``Phi_s^T Phi_s`` over all anchors, and per part its (M, Gram) or None)."""
         if variant not in self._phi:
             s, t = _phi(self.source, variant), _phi(self.target, variant)
             per_part = None
@@ -295,9 +297,27 @@ class RelativeCache:
                 m, gram = sum(pm for pm, _ in per_part), sum(pg for _, pg in per_part)
             else:
                 m, gram = matmul(s.T, t), matmul(s.T, s)
-            norms = (matmul(t, matmul(t.T, t)) * t).sum(dim=1).clamp(min=0).sqrt()
-            self._phi[variant] = (s, t, m, norms, gram, per_part)
+            self._phi[variant] = (s, t, m, gram, per_part)
         return self._phi[variant]
+
+    def norms(self, variant: str) -> torch.Tensor:
+        """Every target item's relative-vector norm over all anchors (from the Gram matrix ``T^T T``)."""
+        key = variant + ":norms"
+        if key not in self._phi:
+            t = self.phi(variant)[1]
+            self._phi[key] = (matmul(t, matmul(t.T, t)) * t).sum(dim=1).clamp(min=0).sqrt()
+        return self._phi[key]
+
+    def part_squares(self, variant: str) -> list[torch.Tensor]:
+        """Per part, every target item's squared relative coordinates over that part's anchors, summed: a fold's
+        exact norms are the square root of the total less its own part's."""
+        key = variant + ":parts"
+        if key not in self._phi:
+            t = self.phi(variant)[1]
+            self._phi[key] = [
+                matmul(t, t[torch.as_tensor(rows, device=t.device)].T).pow(2).sum(dim=1) for rows in self.parts
+            ]
+        return self._phi[key]
 
 
 def _phi(x: torch.Tensor, variant: str) -> torch.Tensor:
@@ -311,7 +331,7 @@ def _phi(x: torch.Tensor, variant: str) -> torch.Tensor:
 def relative_candidates(fold: Fold, variant: str) -> list[Candidate]:
     """Similarity rows (queries x all N target items) of a relative route: cosine (``"plain"``), centred
     (``"centered"``) or robust (``"robust"``) relative vectors over the fold's training anchors."""
-    s, t, m_all, norms_all, gram_all, per_part = fold.relative.phi(variant)
+    s, t, m_all, gram_all, per_part = fold.relative.phi(variant)
     n = s.shape[0]
     train = torch.as_tensor(fold.train, device=s.device)
     if per_part is not None and fold.part is not None:
@@ -321,10 +341,13 @@ def relative_candidates(fold: Fold, variant: str) -> list[Candidate]:
     else:
         rest = torch.as_tensor(np.setdiff1d(np.arange(n), fold.train), device=s.device)
         m, gram = m_all - matmul(s[rest].T, t[rest]), gram_all - matmul(s[rest].T, s[rest])
-    if n * len(fold.train) * t.shape[1] <= EXACT_NORMS:
-        norms = torch.linalg.vector_norm(matmul(t, t[train].T), dim=1)
+    if n * len(fold.train) * t.shape[1] > EXACT_NORMS:
+        norms = fold.relative.norms(variant) * np.sqrt(len(fold.train) / n)
+    elif per_part is not None and fold.part is not None:
+        squares = fold.relative.part_squares(variant)
+        norms = (sum(squares) - squares[fold.part]).clamp(min=0).sqrt()
     else:
-        norms = norms_all * np.sqrt(len(fold.train) / n)
+        norms = torch.linalg.vector_norm(matmul(t, t[train].T), dim=1)
     queries = s[torch.as_tensor(fold.queries, device=s.device)]
     query_norms = (matmul(queries, gram) * queries).sum(dim=1).clamp(min=0).sqrt()
     return [({}, matmul(matmul(queries, m), t.T) / norms.clamp(min=1e-30) / query_norms[:, None].clamp(min=1e-30))]
