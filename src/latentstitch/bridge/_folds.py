@@ -16,11 +16,20 @@ fold's training rows returns (``tests/bridge/test_bridge_fast_paths.py``), excep
 anchors than features): Procrustes then maps the directions no training anchor spans to zero (the minimum-norm
 optimum) instead of an arbitrary completion.
 
+Precision: the moments and decompositions run in the data's own precision (float32 embeddings: float32, about twice
+as fast; float64 data: float64), within float32 rounding of the estimator for float32 data. The one exception is
+Procrustes' polar factor, always float64: it comes from the eigendecomposition of ``A A^T``, whose squared spread
+float32 resolves only down to about 1e-3 of the largest singular value, and an orthogonal map must keep the weak
+directions as exactly as the strong ones (it is applied to the queries without forming ``Q^T``).
+
 Relative routes: a relative vector's coordinates are similarities to the training anchors, so the cosine between a
 bridged query's relative vector and a target item's is ``phi(x)^T M phi(y) / (|r_s(x)| |r_t(y)|)`` with
 ``M = Phi_s^T Phi_t`` over the training anchors (p x q), where ``phi`` normalises a row (after centring, or after
-the robust per-feature standardisation). ``M`` is the all-anchor product less the held-out rows' (a downdate), so
-all three relative routes cost a few p x q products per fold instead of N x N similarity matrices. While
+the robust per-feature standardisation). The products are taken once per part of the k-fold split; ``M`` of a
+fold is the all-anchor sum less its held-out part's (a downdate without another product), so all three relative
+routes cost a few p x q products per fit instead of N x N similarity matrices per fold. Below ``EXACT_NORMS`` the
+target items' exact relative norms over a fold's training anchors come the same way, from per-part sums of squared
+similarities (one N x N x q pass per fit). While
 cross-validating, ``phi``'s centre and feature scales are the all-anchor statistics (label-free; the anchor set
 itself is the fold's), and above ``EXACT_NORMS`` multiply-adds the target items' relative norms come from the
 all-anchor Gram matrix (the held-out rows' share of every norm is near the same fraction, which does not change the
