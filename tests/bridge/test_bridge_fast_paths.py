@@ -162,3 +162,25 @@ def test_near_dead_target_features_are_named_and_r2_scaled_shows_what_a_standard
     assert rows["procrustes_scaled"].mrr[0] > 0.9 and rows["ridge_raw"].mrr[0] > 0.9
     assert rows["ridge_raw"].r2_scaled[0] > rows["procrustes_scaled"].r2_scaled[0] + 0.5
     assert any("4 near-dead of its 12 features" in note for note in bridge.notes_)
+
+
+@pytest.mark.parametrize("shape", [(120, 10, 14), (40, 60, 50)])
+@pytest.mark.parametrize("name", ["ridge", "ridge_raw", "low_rank", "procrustes_scaled", "procrustes"])
+def test_float32_anchors_take_the_fast_path_in_float32_within_float32_rounding(name, shape):
+    """float32 anchors are decomposed in float32: the bridged held-out anchors stay within float32 rounding (relative
+    to the target's spread) of the route's estimator fitted on the fold, and come out in float32."""
+    source, target = (x.astype(np.float32) for x in _pair(3, *shape))
+    anchors = Anchors(source, target, np.array_split(np.random.default_rng(1).permutation(shape[0]), 4), 0)
+    fold = anchors.fold(1, np.concatenate([anchors.parts[j] for j in (0, 2, 3)]))
+    if name.startswith("procrustes") and shape[0] < shape[1]:
+        fold.queries = fold.train  # only the spanned part is unique (see the float64 test)
+    spec = get_route(name)
+    params = _PARAMS.get(name, {})
+    fast = dict((repr(sorted(p.items())), o) for p, o in spec.path(fold))[repr(sorted(params.items()))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RankDeficiencyWarning)
+        estimator = spec.build(**params).fit(source[fold.train], target[fold.train])
+    slow = torch.as_tensor(estimator.transform(source[fold.queries])).double()
+    assert fast.dtype == torch.float32
+    spread = float(slow.std())
+    torch.testing.assert_close(fast.double(), slow, rtol=0, atol=1e-4 * spread)

@@ -73,11 +73,14 @@ class Anchors:
         s = as_float_tensor(self.source, "source").detach()
         t = as_float_tensor(self.target, "target").detach().to(s.device)
         self.source64, self.target64 = s.to(torch.float64), t.to(torch.float64)
+        # the folds' products and decompositions run in the data's own precision (float32 for float32 or half
+        # embeddings: float32 anchors carry no more digits than float32 products keep; float64 data stay float64)
         work = torch.promote_types(s.dtype, torch.float32)
-        self.pool = Pool(t.to(work))
+        self.source_work, self.target_work = s.to(work), t.to(work)
+        self.pool = Pool(self.target_work)
         # the per-feature spreads a standard-scaling consumer divides by (LinearHead's StandardScaling)
         self.target_scale = floored_spread(self.target64.std(dim=0, correction=0), SPREAD_FLOOR)
-        self.relative = RelativeCache(s.to(work), t.to(work))
+        self.relative = RelativeCache(self.source_work, self.target_work, self.parts)
         self.moments: PartMoments | None = None
         self.queries = query_rows(self.parts, self.seed)
         total = sum(map(len, self.queries))
@@ -100,10 +103,10 @@ class Anchors:
         if (k, key) not in self._folds:
             full = key == 0
             if full and self.moments is None and len(self.source64) - len(self.parts[k]) >= self.source64.shape[1]:
-                self.moments = PartMoments(self.source64, self.target64, self.parts)
+                self.moments = PartMoments(self.source_work, self.target_work, self.parts)
             moments = self.moments if full else None
             fold = Fold(
-                self.source64, self.target64, train, self.queries[k], self.relative, moments, k if full else None
+                self.source_work, self.target_work, train, self.queries[k], self.relative, moments, k if full else None
             )
             self._folds[(k, key)] = fold
         return self._folds[(k, key)]

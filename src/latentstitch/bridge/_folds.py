@@ -16,11 +16,20 @@ fold's training rows returns (``tests/bridge/test_bridge_fast_paths.py``), excep
 anchors than features): Procrustes then maps the directions no training anchor spans to zero (the minimum-norm
 optimum) instead of an arbitrary completion.
 
+Precision: the moments and decompositions run in the data's own precision (float32 embeddings: float32, about twice
+as fast; float64 data: float64), within float32 rounding of the estimator for float32 data. The one exception is
+Procrustes' polar factor, always float64: it comes from the eigendecomposition of ``A A^T``, whose squared spread
+float32 resolves only down to about 1e-3 of the largest singular value, and an orthogonal map must keep the weak
+directions as exactly as the strong ones (it is applied to the queries without forming ``Q^T``).
+
 Relative routes: a relative vector's coordinates are similarities to the training anchors, so the cosine between a
 bridged query's relative vector and a target item's is ``phi(x)^T M phi(y) / (|r_s(x)| |r_t(y)|)`` with
 ``M = Phi_s^T Phi_t`` over the training anchors (p x q), where ``phi`` normalises a row (after centring, or after
-the robust per-feature standardisation). ``M`` is the all-anchor product less the held-out rows' (a downdate), so
-all three relative routes cost a few p x q products per fold instead of N x N similarity matrices. While
+the robust per-feature standardisation). The products are taken once per part of the k-fold split; ``M`` of a
+fold is the all-anchor sum less its held-out part's (a downdate without another product), so all three relative
+routes cost a few p x q products per fit instead of N x N similarity matrices per fold. Below ``EXACT_NORMS`` the
+target items' exact relative norms over a fold's training anchors come the same way, from per-part sums of squared
+similarities (one N x N x q pass per fit). While
 cross-validating, ``phi``'s centre and feature scales are the all-anchor statistics (label-free; the anchor set
 itself is the fold's), and above ``EXACT_NORMS`` multiply-adds the target items' relative norms come from the
 all-anchor Gram matrix (the held-out rows' share of every norm is near the same fraction, which does not change the
@@ -63,7 +72,7 @@ class Basis:
     queries: torch.Tensor  # (n_q, m): scaled, centred queries in the basis V
     trace: float
     features: int
-    polar: dict[bool, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = field(default_factory=dict)
+    polar: dict[bool, Any] = field(default_factory=dict)  # Polar per target scaling
 
 
 @dataclass
@@ -162,8 +171,10 @@ def _basis(fold: Fold, standardize: bool, decompose: bool = True) -> Basis:
             e, u = torch.linalg.eigh(matmul(xc, xc.T))
             keep = e > n * torch.finfo(e.dtype).eps * max(float(e.max()), 0.0)
             e, u = e[keep], u[:, keep]
-            v = (xc.T @ u) / e.sqrt()
             a = e.sqrt()[:, None] * (u.T @ yc)
+            # the queries in the basis V = Xc^T U / sqrt(e), without forming V (p x n)
+            z = (fold.source[torch.as_tensor(fold.queries, device=xc.device)] - mean_x) / scale_x
+            return Basis(mean_x, scale_x, mean_y, scale_y, e, a, ((z @ xc.T) @ u) / e.sqrt(), trace, p)
     queries = ((fold.source[torch.as_tensor(fold.queries, device=v.device)] - mean_x) / scale_x) @ v
     return Basis(mean_x, scale_x, mean_y, scale_y, e, a, queries, trace, p)
 
@@ -210,9 +221,38 @@ def top_right_vectors(a: torch.Tensor, k: int, iterations: int = 3, oversample: 
     return (qt @ basis.T)[:k]
 
 
-def _polar(b: Basis, scaled_target: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+@dataclass
+class Polar:
+    """The polar factor ``W = P Q^T`` of a small cross product ``a`` (m, q) = ``P diag(s) Q^T``, kept as the
+    eigenvectors of the smaller of ``a a^T`` and ``a^T a`` (float64 whatever the data's precision: float32 would cut
+    their squared spread off near 1e-3 of the largest singular value, dropping the weak directions an orthogonal map
+    must keep). ``W`` itself is never formed: ``apply`` maps a few query rows through it, ``z W = z P diag(1/s) P^T
+    a`` (or ``z a Q diag(1/s) Q^T``), which is cheaper than the m x m x q product that forms ``Q^T``."""
+
+    a: torch.Tensor  # float64
+    vectors: torch.Tensor  # P (m <= q) or Q (m > q), without the null directions
+    s: torch.Tensor
+    left: bool
+
+    @classmethod
+    def of(cls, a: torch.Tensor) -> Polar:
+        a = a.to(torch.float64)
+        m, q = a.shape
+        left = m <= q
+        s2, vectors = torch.linalg.eigh(a @ a.T if left else a.T @ a)
+        keep = s2 > max(m, q) * torch.finfo(s2.dtype).eps * max(float(s2.max()), 0.0)
+        return cls(a, vectors[:, keep], s2[keep].sqrt(), left)
+
+    def apply(self, z: torch.Tensor) -> torch.Tensor:
+        """``z @ W`` (n, q) for rows ``z`` (n, m), in ``z``'s precision."""
+        z64, v = z.to(torch.float64), self.vectors
+        out = (((z64 @ v) / self.s) @ v.T) @ self.a if self.left else (((z64 @ self.a) @ v) / self.s) @ v.T
+        return out.to(z.dtype)
+
+
+def _polar(b: Basis, scaled_target: bool) -> Polar:
     if scaled_target not in b.polar:
-        b.polar[scaled_target] = thin_svd(b.a / b.scale_y if scaled_target else b.a)
+        b.polar[scaled_target] = Polar.of(b.a / b.scale_y if scaled_target else b.a)
     return b.polar[scaled_target]
 
 
@@ -220,10 +260,10 @@ def procrustes_candidates(fold: Fold, scaled: bool) -> list[Candidate]:
     """``scaled=False``: ``LatentTranslator(Procrustes())`` (standard-scaled sides, orthogonal map);
     ``scaled=True``: ``Procrustes(center=True, scale=True)`` on the raw vectors."""
     b = fold.frame(not scaled)
-    p, s, qt = _polar(b, scaled_target=not scaled)
-    rotated = (b.queries @ p) @ qt
+    polar = _polar(b, scaled_target=not scaled)
+    rotated = polar.apply(b.queries)
     if scaled:
-        return [({}, rotated * (float(s.sum()) / b.trace) + b.mean_y)]
+        return [({}, rotated * (float(polar.s.sum()) / b.trace) + b.mean_y)]
     return [({}, rotated * b.scale_y + b.mean_y)]
 
 
@@ -242,21 +282,51 @@ def low_rank_candidates(fold: Fold, ranks=RANKS, ridge: float = LOW_RANK_RIDGE) 
 
 @dataclass
 class RelativeCache:
-    """Per relative variant, the all-anchor products the folds downdate (built lazily, once per fit)."""
+    """Per relative variant, the all-anchor products the folds downdate (built lazily, once per fit). With the
+    anchors' folds (``parts``), the products are taken part by part and summed, so a fold's downdate is a
+    subtraction of its own part's products, not another product over its rows."""
 
     source: torch.Tensor  # compute dtype
     target: torch.Tensor
-    _phi: dict[str, tuple[torch.Tensor, ...]] = field(default_factory=dict)
+    parts: list[np.ndarray] | None = None
+    _phi: dict[str, Any] = field(default_factory=dict)
 
-    def phi(self, variant: str) -> tuple[torch.Tensor, ...]:
-        """(phi of every source anchor, of every target item, M over all anchors, target norms over all anchors,
-        the source's Gram matrix ``Phi_s^T Phi_s`` over all anchors)."""
+    def phi(self, variant: str) -> tuple[Any, ...]:
+        """(phi of every source anchor, of every target item, M over all anchors, the source's Gram matrix
+        ``Phi_s^T Phi_s`` over all anchors, and per part its (M, Gram) or None)."""
         if variant not in self._phi:
             s, t = _phi(self.source, variant), _phi(self.target, variant)
-            m = matmul(s.T, t)
-            norms = (matmul(t, matmul(t.T, t)) * t).sum(dim=1).clamp(min=0).sqrt()
-            self._phi[variant] = (s, t, m, norms, matmul(s.T, s))
+            per_part = None
+            if self.parts is not None:
+                per_part = []
+                for rows in self.parts:
+                    index = torch.as_tensor(rows, device=s.device)
+                    si, ti = s[index], t[index]
+                    per_part.append((matmul(si.T, ti), matmul(si.T, si)))
+                m, gram = sum(pm for pm, _ in per_part), sum(pg for _, pg in per_part)
+            else:
+                m, gram = matmul(s.T, t), matmul(s.T, s)
+            self._phi[variant] = (s, t, m, gram, per_part)
         return self._phi[variant]
+
+    def norms(self, variant: str) -> torch.Tensor:
+        """Every target item's relative-vector norm over all anchors (from the Gram matrix ``T^T T``)."""
+        key = variant + ":norms"
+        if key not in self._phi:
+            t = self.phi(variant)[1]
+            self._phi[key] = (matmul(t, matmul(t.T, t)) * t).sum(dim=1).clamp(min=0).sqrt()
+        return self._phi[key]
+
+    def part_squares(self, variant: str) -> list[torch.Tensor]:
+        """Per part, every target item's squared relative coordinates over that part's anchors, summed: a fold's
+        exact norms are the square root of the total less its own part's."""
+        key = variant + ":parts"
+        if key not in self._phi:
+            t = self.phi(variant)[1]
+            self._phi[key] = [
+                matmul(t, t[torch.as_tensor(rows, device=t.device)].T).pow(2).sum(dim=1) for rows in self.parts
+            ]
+        return self._phi[key]
 
 
 def _phi(x: torch.Tensor, variant: str) -> torch.Tensor:
@@ -270,18 +340,23 @@ def _phi(x: torch.Tensor, variant: str) -> torch.Tensor:
 def relative_candidates(fold: Fold, variant: str) -> list[Candidate]:
     """Similarity rows (queries x all N target items) of a relative route: cosine (``"plain"``), centred
     (``"centered"``) or robust (``"robust"``) relative vectors over the fold's training anchors."""
-    s, t, m_all, norms_all, gram_all = fold.relative.phi(variant)
+    s, t, m_all, gram_all, per_part = fold.relative.phi(variant)
     n = s.shape[0]
     train = torch.as_tensor(fold.train, device=s.device)
-    if len(fold.train) * 2 < n:
+    if per_part is not None and fold.part is not None:
+        m, gram = m_all - per_part[fold.part][0], gram_all - per_part[fold.part][1]
+    elif len(fold.train) * 2 < n:
         m, gram = matmul(s[train].T, t[train]), matmul(s[train].T, s[train])
     else:
         rest = torch.as_tensor(np.setdiff1d(np.arange(n), fold.train), device=s.device)
         m, gram = m_all - matmul(s[rest].T, t[rest]), gram_all - matmul(s[rest].T, s[rest])
-    if n * len(fold.train) * t.shape[1] <= EXACT_NORMS:
-        norms = torch.linalg.vector_norm(matmul(t, t[train].T), dim=1)
+    if n * len(fold.train) * t.shape[1] > EXACT_NORMS:
+        norms = fold.relative.norms(variant) * np.sqrt(len(fold.train) / n)
+    elif per_part is not None and fold.part is not None:
+        squares = fold.relative.part_squares(variant)
+        norms = (sum(squares) - squares[fold.part]).clamp(min=0).sqrt()
     else:
-        norms = norms_all * np.sqrt(len(fold.train) / n)
+        norms = torch.linalg.vector_norm(matmul(t, t[train].T), dim=1)
     queries = s[torch.as_tensor(fold.queries, device=s.device)]
     query_norms = (matmul(queries, gram) * queries).sum(dim=1).clamp(min=0).sqrt()
     return [({}, matmul(matmul(queries, m), t.T) / norms.clamp(min=1e-30) / query_norms[:, None].clamp(min=1e-30))]

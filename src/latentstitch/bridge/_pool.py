@@ -77,9 +77,11 @@ def item_scores(sims: torch.Tensor, items: np.ndarray, pool: Pool) -> dict[str, 
         above = (sims > own).sum(dim=1).to(torch.float64)
         tied = (sims == own).sum(dim=1).to(torch.float64) - 1
         rank = 1 + above + tied / 2
-        masked = sims.clone()
-        masked[rows, index] = -torch.inf
-        bridged_top = torch.topk(masked, pool.k, dim=1).indices.cpu().numpy()
+        # the k most similar other items: the k + 1 most similar without the item itself (no masked copy of sims)
+        top = torch.topk(sims, min(pool.k + 1, sims.shape[1]), dim=1).indices
+        others = top != index[:, None]
+        first = torch.cumsum(others, dim=1) <= pool.k
+        bridged_top = top[others & first].reshape(len(items), -1)[:, : pool.k].cpu().numpy()
     rank = rank.cpu().numpy()
     true_top = pool.neighbours(items)
     shared = (bridged_top[:, :, None] == true_top[:, None, :]).any(axis=2).sum(axis=1)
