@@ -5,7 +5,8 @@ Every route's selection score (MRR, cosine, R^2, agreement) is unchanged when bo
 and every translation route is equivariant to it (relative ridge units, standardisation, rotations): bridging
 ``c x`` with the map fitted on ``(c X, c Y)`` gives ``c y``. A power of two ``c`` makes the scaling exact, so the
 answer is the one the unscaled inputs would give if their Gram matrices did not overflow or underflow. Inputs
-whose largest magnitude lies in ``[2^-64, 2^64]`` are left as they are (``scale_ = 1.0``).
+whose largest magnitude lies in ``[2^-64, 2^64]`` (float64) or ``[2^-24, 2^24]`` (float32 and narrower, whose
+squares and sums of squares must stay clear of float32's 2^-126 and 2^128) are left as they are (``scale_ = 1.0``).
 """
 
 from __future__ import annotations
@@ -19,18 +20,22 @@ import torch
 
 from latentstitch._core.numerics import power_of_two_scale
 
-#: Largest magnitudes inside ``[1 / SAFE, SAFE]`` are fitted as they are.
+#: Largest magnitudes inside ``[1 / SAFE, SAFE]`` are fitted as they are (float64; ``SAFE_NARROW`` for float32 and
+#: narrower, whose fold moments and eigendecompositions run in the data's precision).
 SAFE = 2.0**64
+SAFE_NARROW = 2.0**24
 #: The most two sides' largest magnitudes may differ by for one common factor to keep both clear of over/underflow.
 SPREAD = 2.0**128
 
 
 def anchor_scale(s: torch.Tensor, t: torch.Tensor) -> float:
     """The power of two both sides are multiplied by before fitting: 1.0 unless the largest magnitude over both
-    lies outside ``[1 / SAFE, SAFE]``; a ValueError when the two sides are too far apart for one factor."""
+    lies outside ``[1 / SAFE, SAFE]`` (``SAFE_NARROW`` unless a side is float64); a ValueError when the two sides
+    are too far apart for one factor."""
     tops = [float(x.detach().abs().amax()) if x.numel() else 0.0 for x in (s, t)]
     top = max(tops)
-    if not math.isfinite(top) or top == 0.0 or 1.0 / SAFE <= top <= SAFE:
+    safe = SAFE if torch.float64 in (s.dtype, t.dtype) else SAFE_NARROW
+    if not math.isfinite(top) or top == 0.0 or 1.0 / safe <= top <= safe:
         return 1.0  # NaN/inf and all-zero anchors are refused or reported by the checks that follow
     low = min(tops)
     if low > 0.0 and top / low > SPREAD:
