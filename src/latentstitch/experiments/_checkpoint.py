@@ -14,6 +14,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,19 @@ def _plain(settings: dict[str, Any]) -> dict[str, Any]:
 def _write_text(path: Path, text: str) -> None:
     """An interrupted write leaves no half-written stage (``_core.atomic``)."""
     write_text(path, text + "\n", option="--resume")
+
+
+def run_settings(reproduction: str, quick: bool, config: Any, device: str = "cpu") -> dict[str, Any]:
+    """The settings a resumed run must share with the interrupted one: the reproduction, quick or full, its
+    ``config`` (a dataclass), the torch thread count and the device (off the CPU only, so CPU checkpoints made before
+    the device was recorded stay valid): float sums in another order would change the numbers."""
+    return {
+        "reproduction": reproduction,
+        "quick": quick,
+        "threads": torch.get_num_threads(),
+        **({} if device == "cpu" else {"device": device}),
+        **asdict(config),
+    }
 
 
 def console_log(text: str) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from latentstitch._core.atomic import PARTIAL_MARK, atomic_path, commit_staged, refuse_inputs, write_text
+from latentstitch._core.progress import progress_bar
 from latentstitch.migrate._migration import Migration
 from latentstitch.migrate._retrieval import prepare
 from latentstitch.migrate.stores import VectorStore, create_writer
@@ -46,30 +47,6 @@ class ApplyResult:
 def work_folder(output: Path) -> Path:
     """The work folder of an apply into ``output``: hidden, beside it, and named as partial."""
     return output.with_name(f".{output.name}{PARTIAL_MARK}apply")
-
-
-def _progress(enabled: bool):
-    from contextlib import nullcontext
-
-    if not enabled:
-        return nullcontext(None)
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-    )
 
 
 def _disk_full(error: OSError, work: Path, done: int, total: int) -> OSError:
@@ -133,7 +110,7 @@ def apply_migration(
     in_place = getattr(writer, "in_place", False)
     total = -(-store.count // chunk_rows)
     resumed = len(manifest["done"])
-    with _progress(progress) as bar:
+    with progress_bar(bool(progress)) as bar:
         task = None if bar is None else bar.add_task(f"migrating {store.path.name}", total=store.count)
         start = 0
         for number, (ids, vectors) in enumerate(store.batches(chunk_rows)):

@@ -21,7 +21,7 @@ import torch
 from latentstitch._core.params import check_device
 from latentstitch._core.progress import progress_bar
 from latentstitch.experiments._checkpoint import FOLDER as CHECKPOINT
-from latentstitch.experiments._checkpoint import Checkpoint, console_log
+from latentstitch.experiments._checkpoint import Checkpoint, console_log, run_settings
 from latentstitch.experiments._image_tasks import load_image_task
 from latentstitch.experiments._report import Report, judge
 from latentstitch.experiments.ae_stitching import figures, patterns, tables
@@ -58,13 +58,7 @@ def run(
     device = str(check_device(device, "device"))
     checkpoint = Checkpoint(
         Path(out_dir) / CHECKPOINT,
-        {
-            "reproduction": "ae-stitching",
-            "quick": quick,
-            "threads": torch.get_num_threads(),
-            **({} if device == "cpu" else {"device": device}),
-            **asdict(config),
-        },
+        run_settings("ae-stitching", quick, config, device),
         resume=resume,
         log=console_log if progress else lambda text: None,
     )

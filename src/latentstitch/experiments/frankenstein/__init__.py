@@ -26,7 +26,7 @@ import torch
 
 from latentstitch._core.params import check_device
 from latentstitch.experiments._checkpoint import FOLDER as CHECKPOINT
-from latentstitch.experiments._checkpoint import Checkpoint, console_log
+from latentstitch.experiments._checkpoint import Checkpoint, console_log, run_settings
 from latentstitch.experiments._report import Report, ResultTable, judge
 from latentstitch.experiments.frankenstein import (
     exp6_mode_connectivity,
@@ -76,14 +76,7 @@ def run(
         device = str(check_device(device, "device"))
         checkpoint = Checkpoint(
             Path(out_dir) / CHECKPOINT,
-            # the thread count too: float sums in another order would change the numbers a resumed run must keep
-            {
-                "reproduction": "frankenstein",
-                "quick": quick,
-                "threads": torch.get_num_threads(),
-                **({} if device == "cpu" else {"device": device}),
-                **asdict(config),
-            },
+            run_settings("frankenstein", quick, config, device),
             resume=resume,
             log=console_log if progress else lambda text: None,
         )
