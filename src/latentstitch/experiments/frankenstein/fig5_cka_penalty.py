@@ -38,33 +38,25 @@ def measure_sweep(context: Context) -> list[dict[str, Any]]:
     """Experiment 4 at every weight of ``cka_penalty_sweep`` other than the main one (the paper does not state its
     weight, so a sweep shows whether the plateau is a setting): end CKA, relative accuracy, and the CKA a quarter
     of the way through (a plateau reached early is not a budget effect)."""
-    rows = []
-    for weight in [w for w in context.config.cka_penalty_sweep if w != context.config.cka_penalty]:
-        numbers = measure(context, weight)
-        trace = numbers["trace"]
-        rows.append(
-            {
-                "weight": weight,
-                "cka_start": trace[0]["cka"],
-                "cka_quarter": trace[len(trace) // 4]["cka"],
-                "cka_end": trace[-1]["cka"],
-                "relative_accuracy": numbers["after"]["relative_accuracy"],
-            }
-        )
-    return rows
+    weights = [w for w in context.config.cka_penalty_sweep if w != context.config.cka_penalty]
+    return [sweep_row(measure(context, weight)) for weight in weights]
+
+
+def sweep_row(numbers: dict[str, Any]) -> dict[str, Any]:
+    """One run of Experiment 4 (``measure``) as a row of the sweep."""
+    trace = numbers["trace"]
+    return {
+        "weight": numbers.get("weight"),
+        "cka_start": trace[0]["cka"],
+        "cka_quarter": trace[len(trace) // 4]["cka"],
+        "cka_end": trace[-1]["cka"],
+        "relative_accuracy": numbers["after"]["relative_accuracy"],
+    }
 
 
 def sweep_table(main: dict[str, Any], sweep: list[dict[str, Any]]) -> ResultTable:
     """One row per CKA-penalty weight, the main run's among them (a sweep, not a tuned point)."""
-    trace = main["trace"]
-    main_row = {
-        "weight": main.get("weight"),
-        "cka_start": trace[0]["cka"],
-        "cka_quarter": trace[len(trace) // 4]["cka"],
-        "cka_end": trace[-1]["cka"],
-        "relative_accuracy": main["after"]["relative_accuracy"],
-    }
-    rows = sorted([main_row, *sweep], key=lambda r: (r["weight"] is None, r["weight"] or 0.0))
+    rows = sorted([sweep_row(main), *sweep], key=lambda r: (r["weight"] is None, r["weight"] or 0.0))
     return ResultTable(
         f"Experiment 4: sweep of the CKA-penalty weight at {main['layer']} (the paper does not state its weight)",
         ["weight per batch", "CKA at init", "CKA after 1/4 of the steps", "CKA at the end", "relative accuracy"],
