@@ -34,7 +34,7 @@ def gaussian_kl(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
     """
     if mu.shape != logvar.shape:
         raise ValueError(f"mu and logvar shapes differ: {tuple(mu.shape)} vs {tuple(logvar.shape)}")
-    return -0.5 * (1 + logvar - mu.square() - logvar.exp()).flatten(1).sum(dim=1)
+    return _kl_terms(mu, logvar).flatten(1).sum(dim=1)
 
 
 def free_bits_kl(mu: torch.Tensor, logvar: torch.Tensor, free_bits: float) -> torch.Tensor:
@@ -47,5 +47,10 @@ def free_bits_kl(mu: torch.Tensor, logvar: torch.Tensor, free_bits: float) -> to
         raise ValueError(f"mu and logvar shapes differ: {tuple(mu.shape)} vs {tuple(logvar.shape)}")
     if not free_bits >= 0:
         raise ValueError(f"free_bits: expected a number >= 0, got {free_bits!r}")
-    per_dimension = (-0.5 * (1 + logvar - mu.square() - logvar.exp())).flatten(1).mean(dim=0)
+    per_dimension = _kl_terms(mu, logvar).flatten(1).mean(dim=0)
     return per_dimension.clamp(min=free_bits).sum()
+
+
+def _kl_terms(mu: torch.Tensor, logvar: torch.Tensor) -> torch.Tensor:
+    """``KL(N(mu, exp(logvar)) || N(0, 1))`` of each element."""
+    return -0.5 * (1 + logvar - mu.square() - logvar.exp())
