@@ -8,6 +8,7 @@ and ``run(*, quick: bool, out_dir: Path, progress: bool) -> latentstitch.experim
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -68,6 +69,7 @@ def load(name: str) -> ModuleType:
     return importlib.import_module(REPRODUCTIONS[check_name(name)])
 
 
+@functools.cache
 def settings_digest(name: str, quick: bool) -> str | None:
     """A short digest of the reproduction's current settings (its ``config.FULL`` or ``config.QUICK``), stamped into
     each run's results.json, so a report can tell a committed result that predates a change of its settings. None
