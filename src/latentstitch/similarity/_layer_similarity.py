@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from latentstitch._core.hooks import as_layer_list, block_layers, capturing, eval_mode, model_device
+from latentstitch._core.hooks import eval_mode
 from latentstitch._core.moments import CrossMoments
 from latentstitch._core.params import check_bool, check_choice
 from latentstitch._core.progress import progress_bar
@@ -29,6 +29,7 @@ from latentstitch.similarity._cca import cca_from_moments, pwcca_from_moments, s
 from latentstitch.similarity._cka_statistics import CKAStatistics, cka_ratio
 from latentstitch.similarity._gulp import gulp_from_moments
 from latentstitch.similarity._inference import Result
+from latentstitch.similarity._layer_capture import pooled_layers, resolve_layers, split_batch
 from latentstitch.similarity._layer_moments import SAMPLE_ROWS, LayerMoments
 from latentstitch.similarity._layer_significance import layer_p_values
 from latentstitch.similarity._procrustes import angular_from_moments, procrustes_from_moments
@@ -279,89 +280,18 @@ def layer_moments(
     check_choice(pooling, "pooling", POOLINGS)
     separate_inputs = check_bool(separate_inputs, "separate_inputs")
     models = {"a": model_a, "b": model_b}
-    layers = {side: _layers(models[side], given, side) for side, given in (("a", layers_a), ("b", layers_b))}
+    layers = {side: resolve_layers(models[side], given, side) for side, given in (("a", layers_a), ("b", layers_b))}
     moments = LayerMoments(precision=precision, sample_rows=sample_rows, seed=seed)
     total = len(data) if hasattr(data, "__len__") else None
     with progress_bar(progress) as bar, torch.no_grad(), eval_mode(model_a, model_b):
         task = None if bar is None else bar.add_task("layer pairs", total=total)
         for index, batch in enumerate(data):
-            inputs = _split(batch, separate_inputs, index)
+            inputs = split_batch(batch, separate_inputs, index)
             acts = {
-                side: _pooled(models[side], inputs[k], layers[side], pooling, f"layers_{side}")
+                side: pooled_layers(models[side], inputs[k], layers[side], pooling, f"layers_{side}")
                 for k, side in enumerate(("a", "b"))
             }
             moments.update(acts["a"], acts["b"])
             if bar is not None:
                 bar.advance(task)
     return moments
-
-
-def _layers(model: nn.Module, layers: str | Sequence[str] | None, side: str) -> list[str]:
-    argument = f"layers_{side}"
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model_{side}: expected a torch nn.Module, got {type(model).__name__}")
-    if layers is None:
-        found = block_layers(model)
-        if not found:
-            raise ValueError(f"{argument}: {type(model).__name__} has no nn.ModuleList of blocks; name the layers")
-        return found
-    return as_layer_list(layers, argument)
-
-
-def _split(batch: Any, separate: bool, index: int) -> tuple[Any, Any]:
-    if separate:
-        if not isinstance(batch, (tuple, list)) or len(batch) != 2:
-            raise ValueError(f"data: with separate_inputs, batch {index} must be a pair (inputs_a, inputs_b)")
-        return batch[0], batch[1]
-    if isinstance(batch, (tuple, list)) and not isinstance(batch, Mapping):
-        if not batch:
-            raise ValueError(f"data: batch {index} is empty")
-        batch = batch[0]  # (inputs, labels, ...)
-    return batch, batch
-
-
-def _run(model: nn.Module, inputs: Any) -> None:
-    """Run ``model`` on a batch, moved to its device."""
-    device = model_device(model)
-    if isinstance(inputs, Mapping):
-        model(**{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()})
-        return
-    if isinstance(inputs, np.ndarray):
-        inputs = torch.from_numpy(np.ascontiguousarray(inputs))
-    if not isinstance(inputs, torch.Tensor):
-        raise TypeError(f"data: expected batches of tensors, arrays or mappings of them, got {type(inputs).__name__}")
-    floating = next((p.dtype for p in model.parameters() if p.is_floating_point()), None)
-    model(inputs.to(device=device, dtype=floating if floating and inputs.is_floating_point() else inputs.dtype))
-
-
-def _pooled(model: nn.Module, inputs: Any, layers: list[str], pooling: str, argument: str) -> dict[str, torch.Tensor]:
-    with capturing(model, layers, argument=argument, output="first") as captured:
-        _run(model, inputs)
-    mask = inputs.get("attention_mask") if isinstance(inputs, Mapping) else None
-    return {name: pool(value, mask, pooling, name) for name, value in captured.items()}
-
-
-def pool(states: torch.Tensor, mask: torch.Tensor | None, pooling: str, name: str = "layer") -> torch.Tensor:
-    """One layer's output as rows: (batch, d) as it is; (batch, tokens, d) and channels-first maps (batch, C, ...)
-    pooled per ``pooling`` (see ``layer_similarity``). Sums are taken in float32 at least."""
-    if states.ndim == 2:
-        return states
-    if states.ndim < 2:
-        raise ValueError(f"layers: {name!r} outputs shape {tuple(states.shape)}; expected (batch, ...) activations")
-    if states.ndim > 3:  # a convolutional map (batch, channels, *positions): positions play the tokens
-        states = states.flatten(2).transpose(1, 2)
-        mask = None
-    work = states if states.dtype == torch.float64 else states.float()
-    if mask is not None and mask.shape != states.shape[:2]:
-        raise ValueError(
-            f"layers: {name!r} outputs shape {tuple(states.shape)}, but the attention mask is {tuple(mask.shape)}; "
-            "choose layers whose output is (batch, tokens, features)"
-        )
-    if pooling == "first":
-        return states[:, 0]
-    if pooling == "tokens":
-        return work.reshape(-1, work.shape[-1]) if mask is None else work[mask.to(work.device).bool()]
-    if mask is None:
-        return work.mean(dim=1)
-    weights = mask.to(device=work.device, dtype=work.dtype).unsqueeze(-1)
-    return (work * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
