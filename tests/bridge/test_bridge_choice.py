@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from synthetic_pairs import angle_preserving_per_class, rotated_scaled_shifted
 
@@ -101,16 +101,19 @@ def test_anchor_budget_scores_fewer_anchors_on_the_same_held_out_folds():
         Bridge(budget=(1,)).fit(source, target)
 
 
+@example(seed=175, scale=10.578031260100513, shift=0.0)
 @given(seed=st.integers(0, 2**16), scale=st.floats(0.01, 100.0), shift=st.floats(-10.0, 10.0))
 def test_relative_routes_scores_ignore_rotations_rescalings_and_with_centring_shifts_of_a_space(seed, scale, shift):
     from latentstitch.invariance import random_transform
 
     source, target, _ = angle_preserving_per_class(seed % 7, n=60, d=8)
-    moved = scale * source @ random_transform("orthogonal", 8, seed).matrix
+    # float64 throughout: in float32 the rounding of the moved copy alone flips near-tied ranks (seed 175, scale 10.58)
+    source, target = source.astype(np.float64), target.astype(np.float64)
+    moved = scale * source @ random_transform("orthogonal", 8, seed).matrix.astype(np.float64)
     routes = ["relative", "relative_centered"]
     first = Bridge(routes=routes).fit(source, target).routes_
-    second = Bridge(routes=routes).fit(moved.astype(np.float32), target).routes_
-    shifted = Bridge(routes=["relative_centered"]).fit(source + np.float32(shift), target).routes_
+    second = Bridge(routes=routes).fit(moved, target).routes_
+    shifted = Bridge(routes=["relative_centered"]).fit(source + shift, target).routes_
     for a, b in zip(first, second, strict=True):
         assert a.mrr[0] == pytest.approx(b.mrr[0], abs=1e-6) and a.top1 == pytest.approx(b.top1, abs=1e-6)
     assert shifted[0].mrr[0] == pytest.approx(first[1].mrr[0], abs=1e-6)
