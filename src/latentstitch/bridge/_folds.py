@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._core.numerics import matmul
+from latentstitch._core.numerics import eigh, matmul
 from latentstitch.relative import SPREAD_FLOOR, floored_spread
 
 #: Ridge penalties tried on the ridge path, in relative units (fractions of the mean eigenvalue of the training
@@ -195,8 +195,8 @@ def thin_svd(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     """``P``, singular values, ``Q^T`` of a small matrix ``a`` (m, q) without its null directions, from the
     eigendecomposition of the smaller of ``a a^T`` and ``a^T a``."""
     m, q = a.shape
-    gram = a @ a.T if m <= q else a.T @ a
-    s2, vectors = torch.linalg.eigh(gram)
+    gram = matmul(a, a.T) if m <= q else matmul(a.T, a)
+    s2, vectors = eigh(gram)
     s2, vectors = s2.flip(0), vectors.flip(1)
     keep = s2 > max(m, q) * torch.finfo(s2.dtype).eps * max(float(s2.max()), 0.0)
     s = s2[keep].sqrt()
@@ -239,14 +239,17 @@ class Polar:
         a = a.to(torch.float64)
         m, q = a.shape
         left = m <= q
-        s2, vectors = torch.linalg.eigh(a @ a.T if left else a.T @ a)
+        s2, vectors = eigh(matmul(a, a.T) if left else matmul(a.T, a))
         keep = s2 > max(m, q) * torch.finfo(s2.dtype).eps * max(float(s2.max()), 0.0)
         return cls(a, vectors[:, keep], s2[keep].sqrt(), left)
 
     def apply(self, z: torch.Tensor) -> torch.Tensor:
         """``z @ W`` (n, q) for rows ``z`` (n, m), in ``z``'s precision."""
-        z64, v = z.to(torch.float64), self.vectors
-        out = (((z64 @ v) / self.s) @ v.T) @ self.a if self.left else (((z64 @ self.a) @ v) / self.s) @ v.T
+        z64, v = z.to(torch.float64).contiguous(), self.vectors
+        if self.left:
+            out = matmul(matmul(matmul(z64, v) / self.s, v.T), self.a)
+        else:
+            out = matmul(matmul(matmul(z64, self.a), v) / self.s, v.T)
         return out.to(z.dtype)
 
 
