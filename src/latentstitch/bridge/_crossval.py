@@ -1,4 +1,4 @@
-"""Cross-validation of one bridge route over folds of the anchor pairs, and the anchor-budget advice.
+"""Cross-validation of one bridge route over folds of the anchor pairs.
 
 Every fold is built once (``Anchors.fold``) and shared by every route, so the decompositions of ``_folds`` are
 computed once per fold whatever the number of routes and parameters. A route scores its held-out anchors (at most
@@ -23,8 +23,7 @@ from latentstitch._core.arrays import as_float_tensor, take_rows
 from latentstitch._core.folds import training_rows
 from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch._core.numerics import matmul, unit_rows
-from latentstitch._core.params import check_positive_int
-from latentstitch.bridge._folds import Candidate, Fold, PartMoments, RelativeCache
+from latentstitch.bridge._folds import Candidate, Fold, PartMoments
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._pool import (
     Pool,
@@ -35,7 +34,8 @@ from latentstitch.bridge._pool import (
     squared_errors,
     translation_sims,
 )
-from latentstitch.bridge._results import BudgetRow, RouteScore
+from latentstitch.bridge._relative_folds import RelativeCache
+from latentstitch.bridge._results import RouteScore
 from latentstitch.bridge._routes import RouteSpec
 from latentstitch.bridge._scores import chance_mrr, predictions
 from latentstitch.bridge._trials import TRIAL_SCORES, setting_scores
@@ -326,37 +326,6 @@ def _agreement_items(
 
 def _words(error: Exception) -> str:
     return " ".join(str(error).split()) or type(error).__name__
-
-
-def budget_counts(budget: Any, name: str = "budget") -> list[int]:
-    """The anchor counts of the anchor-budget advice: sorted, each at least 2 (none for None)."""
-    if budget is None:
-        return []
-    if isinstance(budget, (str, bytes)) or not hasattr(budget, "__iter__"):
-        raise TypeError(f"{name}: expected a sequence of anchor counts, got {budget!r}")
-    return sorted({check_positive_int(c, name, minimum=2) for c in budget})
-
-
-def usable_counts(counts: list[int], anchors: Anchors) -> list[int]:
-    """The counts below the training anchors of every fold (the others cannot be drawn)."""
-    return [c for c in counts if c < anchors.n_train]
-
-
-def anchor_budget(
-    specs: list[RouteSpec], anchors: Anchors, counts: list[int], advance: Callable[[], None] = _nothing
-) -> list[BudgetRow] | None:
-    """The anchor-budget advice: every route cross-validated again with only ``count`` training anchors per fold
-    (drawn at random from the fold's training rows), scored on the same held-out queries; None without counts."""
-    if not counts:
-        return None
-    rng = np.random.default_rng(anchors.seed + 1)
-    folds = range(len(anchors.parts))
-    rows = []
-    for count in usable_counts(counts, anchors):
-        subsets = [rng.choice(training_rows(anchors.parts, k), size=count, replace=False) for k in folds]
-        results = [cross_validate_route(spec, anchors, subsets=subsets, advance=advance) for spec in specs]
-        rows.append(BudgetRow(count, {r.score.route: r.score.score(anchors.primary) for r in results}))
-    return rows
 
 
 def pass_through(caught: list[warnings.WarningMessage]) -> None:
