@@ -18,6 +18,10 @@ are the steadier figures):
     5,000 x 768 -> 768    5.46 s; floor 0.44 s; 12.3x       4.44 s; floor 0.40 s; 11.0x
     768 x 1280 -> 1280    4.02 s; floor 0.72 s;  5.5x       3.10 s; floor 0.65 s;  4.8x
 
+The "before" run had a quieter machine (load 1.2 against 10); old and new code alternated under the same load (two
+rounds, one process each, the second fit of each timed): 5,000 x 768 5.01-5.18 s -> 4.41-4.48 s (12.6x -> 11.0-11.3x),
+768 x 1280 3.51-3.53 s -> 3.15-3.20 s (5.3-5.5x -> 4.8-4.9x).
+
 What changed: a translation route's settings (6 ridge penalties, up to 7 ranks) are compared in one similarity
 product per fold and only on the selection score (``bridge/_trials.py``); the Procrustes polar factors' float64
 eigendecompositions and products run on numpy's LAPACK/BLAS (1.25x and 1.8x torch's here); the ensemble's normal
