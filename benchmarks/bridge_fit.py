@@ -10,6 +10,25 @@ the median over rounds. Also shown: each route's share (``routes_[i].seconds``, 
 
 Data: a source with a decaying spectrum and a target that is a noisy random linear map of it plus a shift.
 ``--quick``: 1,000 x 256 -> 256 only. Run: ``python -m benchmarks bridge_fit --threads 1 --repeats 3``.
+
+Measured (that command; CPU time, one thread, median of 3 rounds; shared 2-core machine under load, so the ratios
+are the steadier figures):
+
+    size                  before (main 19a7328)             after (branch bridgespeed2)
+    5,000 x 768 -> 768    5.46 s; floor 0.44 s; 12.3x       4.44 s; floor 0.40 s; 11.0x
+    768 x 1280 -> 1280    4.02 s; floor 0.72 s;  5.5x       3.10 s; floor 0.65 s;  4.8x
+
+The "before" run had a quieter machine (load 1.2 against 10); old and new code alternated under the same load (two
+rounds, one process each, the second fit of each timed): 5,000 x 768 5.01-5.18 s -> 4.41-4.48 s (12.6x -> 11.0-11.3x),
+768 x 1280 3.51-3.53 s -> 3.15-3.20 s (5.3-5.5x -> 4.8-4.9x).
+
+What changed: a translation route's settings (6 ridge penalties, up to 7 ranks) are compared in one similarity
+product per fold and only on the selection score (``bridge/_trials.py``); the Procrustes polar factors' float64
+eigendecompositions and products run on numpy's LAPACK/BLAS (1.25x and 1.8x torch's here); the ensemble's normal
+equations are formed once per fold. What is left (5,000 x 768, about 4.4 s): two float64 eigendecompositions per
+fold for the Procrustes routes (~0.85 s), the three relative routes' products (~1.0 s), scoring 1,000 held-out
+anchors per route against all 5,000 target vectors (~0.8 s), the ridge basis and low-rank subspace (~0.55 s), and
+the chosen route's refit on all anchors (~0.35 s, one floor). Neither size meets the 3 s target yet.
 """
 
 from __future__ import annotations

@@ -110,6 +110,20 @@ def svd(m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return torch.linalg.svd(m, full_matrices=False)
 
 
+def eigh(m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eigenvalues (ascending) and eigenvectors of a symmetric 2-D tensor; float64 on the CPU by numpy's LAPACK when
+    no gradient is needed (1.25x faster than torch's here on 768 x 768; torch's is the faster in float32), else
+    ``torch.linalg.eigh``."""
+    if (
+        _NUMPY_GEMM
+        and m.device.type == "cpu"
+        and m.dtype == torch.float64
+        and not (torch.is_grad_enabled() and m.requires_grad)
+    ):
+        return tuple(torch.from_numpy(f) for f in np.linalg.eigh(m.detach().numpy()))
+    return torch.linalg.eigh(m)
+
+
 def row_norms(t: torch.Tensor, *, squared: bool = False) -> torch.Tensor:
     """Euclidean norm (or, with ``squared``, its square) of every row of a 2-D tensor, shape (n,): float32 for
     float32 and half-precision rows (summed in float32), float64 for float64. Plain ``sqrt(sum x^2)``: callers that

@@ -17,17 +17,15 @@ from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch._core.params import Rule, check_choice, check_positive_int, check_seed, rule
 from latentstitch._core.persist import Persistable
 from latentstitch._core.progress import progress_bar
+from latentstitch.bridge._budget import anchor_budget, budget_counts, usable_counts
 from latentstitch.bridge._crossval import (
     CLEAR_Z,
     MIN_PER_FOLD,
     Anchors,
     RouteResult,
-    anchor_budget,
-    budget_counts,
     cross_validate_route,
     matched_order,
     pass_through,
-    usable_counts,
 )
 from latentstitch.bridge._diagnose import feature_notes
 from latentstitch.bridge._ensemble import ensemble_result

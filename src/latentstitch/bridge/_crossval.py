@@ -1,4 +1,4 @@
-"""Cross-validation of one bridge route over folds of the anchor pairs, and the anchor-budget advice.
+"""Cross-validation of one bridge route over folds of the anchor pairs.
 
 Every fold is built once (``Anchors.fold``) and shared by every route, so the decompositions of ``_folds`` are
 computed once per fold whatever the number of routes and parameters. A route scores its held-out anchors (at most
@@ -23,13 +23,22 @@ from latentstitch._core.arrays import as_float_tensor, take_rows
 from latentstitch._core.folds import training_rows
 from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch._core.numerics import matmul, unit_rows
-from latentstitch._core.params import check_positive_int
-from latentstitch.bridge._folds import Candidate, Fold, PartMoments, RelativeCache
+from latentstitch.bridge._folds import Candidate, Fold, PartMoments
 from latentstitch.bridge._head import LinearHead
-from latentstitch.bridge._pool import Pool, item_scores, query_rows, squared_errors, translation_sims
-from latentstitch.bridge._results import BudgetRow, RouteScore
+from latentstitch.bridge._pool import (
+    Pool,
+    item_scores,
+    partner_ranks,
+    query_rows,
+    r_squared,
+    squared_errors,
+    translation_sims,
+)
+from latentstitch.bridge._relative_folds import RelativeCache
+from latentstitch.bridge._results import RouteScore
 from latentstitch.bridge._routes import RouteSpec
 from latentstitch.bridge._scores import chance_mrr, predictions
+from latentstitch.bridge._trials import TRIAL_SCORES, setting_scores
 from latentstitch.embeddings import match_ids
 from latentstitch.relative import SPREAD_FLOOR, floored_spread
 
@@ -172,14 +181,25 @@ def cross_validate_route(
     outputs = {key: entries for key, entries in outputs.items() if len(entries) == folds_seen} or outputs
     best = next(iter(outputs))
     if len(outputs) > 1:  # compare the settings on a share of the queries, then score the best on all of them
-        trial = {key: [_subset_scores(spec, anchors, *entry) for entry in entries] for key, entries in outputs.items()}
-        best = max(trial, key=lambda key: pooled(trial[key], anchors.primary))
+        best = _best_setting(spec, anchors, outputs)
     folds = [fold_scores(spec, anchors, fold, k, params_of[best], output) for fold, k, output in outputs[best]]
     score = summary(spec, folds, anchors.pool.size, params_of[best])
     score.seconds = time.perf_counter() - started
     items = {name: np.concatenate([f["items"][name] for f in folds]) for name in folds[0]["items"]}
     bridged = [f["bridged"] for f in folds] if spec.family == "translation" else None
     return RouteResult(score, items, bridged, deficient)
+
+
+def _best_setting(spec: RouteSpec, anchors: Anchors, outputs: dict[str, list[tuple[Fold, int, torch.Tensor]]]) -> str:
+    """The setting with the best pooled selection score on the parameter-comparison queries (ties: the first). A
+    translation route's settings are scored together, only on that score (``_trials.setting_scores``); any other
+    route's, or the agreement with a head, by ``fold_scores`` setting by setting."""
+    score = anchors.primary
+    if spec.family == "translation" and score in TRIAL_SCORES:
+        trial = setting_scores(anchors, outputs, score)
+    else:
+        trial = {key: [_subset_scores(spec, anchors, *entry) for entry in entries] for key, entries in outputs.items()}
+    return max(trial, key=lambda key: pooled(trial[key], score))
 
 
 def _subset_scores(spec: RouteSpec, anchors: Anchors, fold: Fold, k: int, output: torch.Tensor) -> dict[str, Any]:
@@ -217,21 +237,18 @@ def fold_scores(
     if spec.family == "translation":
         bridged = output
         sims = translation_sims(bridged, anchors.pool)
-        errors = squared_errors(
-            bridged, anchors.target64[torch.as_tensor(queries, device=bridged.device)], anchors.target_scale
+        r2, r2_scaled = r_squared(
+            squared_errors(
+                bridged, anchors.target64[torch.as_tensor(queries, device=bridged.device)], anchors.target_scale
+            )
         )
-        total, scaled_total = errors["sq_total"].sum(), errors["sq_total_scaled"].sum()
-        r2 = float(1.0 - errors["sq_error"].sum() / total) if total > 0 else math.nan
-        r2_scaled = float(1.0 - errors["sq_error_scaled"].sum() / scaled_total) if scaled_total > 0 else math.nan
     else:
         bridged, sims, r2, r2_scaled = None, output, None, None
     items = item_scores(sims, queries, anchors.pool)
     rows = torch.arange(len(queries), device=sims.device)
     items["cosine"] = sims[rows, torch.as_tensor(queries, device=sims.device)].double().cpu().numpy()
     others = anchors.others[k] if keep is None else anchors.others[k][keep]
-    own = sims[rows, torch.as_tensor(others, device=sims.device)][:, None]
-    shuffled_rank = 1 + (sims > own).sum(dim=1).double() + ((sims == own).sum(dim=1).double() - 1) / 2
-    items["shuffled_rr"] = (1.0 / shuffled_rank).cpu().numpy()
+    items["shuffled_rr"] = (1.0 / partner_ranks(sims, others)).cpu().numpy()
     if anchors.reference is not None and (keep is None or spec.family != "relative"):
         items["agreement"] = _agreement_items(spec, anchors, fold, params, bridged)
     bridged32 = None if bridged is None else bridged.to(torch.float32)
@@ -309,37 +326,6 @@ def _agreement_items(
 
 def _words(error: Exception) -> str:
     return " ".join(str(error).split()) or type(error).__name__
-
-
-def budget_counts(budget: Any, name: str = "budget") -> list[int]:
-    """The anchor counts of the anchor-budget advice: sorted, each at least 2 (none for None)."""
-    if budget is None:
-        return []
-    if isinstance(budget, (str, bytes)) or not hasattr(budget, "__iter__"):
-        raise TypeError(f"{name}: expected a sequence of anchor counts, got {budget!r}")
-    return sorted({check_positive_int(c, name, minimum=2) for c in budget})
-
-
-def usable_counts(counts: list[int], anchors: Anchors) -> list[int]:
-    """The counts below the training anchors of every fold (the others cannot be drawn)."""
-    return [c for c in counts if c < anchors.n_train]
-
-
-def anchor_budget(
-    specs: list[RouteSpec], anchors: Anchors, counts: list[int], advance: Callable[[], None] = _nothing
-) -> list[BudgetRow] | None:
-    """The anchor-budget advice: every route cross-validated again with only ``count`` training anchors per fold
-    (drawn at random from the fold's training rows), scored on the same held-out queries; None without counts."""
-    if not counts:
-        return None
-    rng = np.random.default_rng(anchors.seed + 1)
-    folds = range(len(anchors.parts))
-    rows = []
-    for count in usable_counts(counts, anchors):
-        subsets = [rng.choice(training_rows(anchors.parts, k), size=count, replace=False) for k in folds]
-        results = [cross_validate_route(spec, anchors, subsets=subsets, advance=advance) for spec in specs]
-        rows.append(BudgetRow(count, {r.score.route: r.score.score(anchors.primary) for r in results}))
-    return rows
 
 
 def pass_through(caught: list[warnings.WarningMessage]) -> None:

@@ -18,6 +18,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, wrap_like
+from latentstitch._core.numerics import matmul
 from latentstitch._core.params import Rule, rule
 from latentstitch._core.persist import Persistable
 from latentstitch.bridge._routes import get_route, register_route
@@ -79,14 +80,23 @@ class StackedRoute(Persistable, BaseEstimator):
 
 def blend_weights(predictions: list[torch.Tensor], target: torch.Tensor) -> np.ndarray:
     """Non-negative least-squares weights of ``target ~ sum_i w_i predictions[i]`` (all (n, q))."""
-    y = target.double()
+    return _nnls(*_normal_equations(predictions, target))
+
+
+def _normal_equations(predictions: list[torch.Tensor], target: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """``D^T D`` (K x K) and ``D^T y`` of the K predictions (columns of D) and the target, in float64."""
+    stacked = torch.stack([p.double().reshape(-1) for p in predictions])
+    gram = matmul(stacked, stacked.T).cpu().numpy()
+    rhs = matmul(stacked, target.double().reshape(-1, 1)).cpu().numpy()[:, 0]
+    return gram, rhs
+
+
+def _nnls(gram: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     # the K x K normal equations, as a K-row least-squares problem (R w ~ R^-T D^T y, with D^T D = R^T R)
-    gram = np.array([[float((p.double() * r.double()).sum()) for r in predictions] for p in predictions])
-    rhs = np.array([float((p.double() * y).sum()) for p in predictions])
-    gram += np.eye(len(predictions)) * 1e-12 * max(np.trace(gram), 1e-300)
+    gram = gram + np.eye(len(gram)) * 1e-12 * max(np.trace(gram), 1e-300)
     upper = np.linalg.cholesky(gram).T
     weights, _ = nnls(upper, np.linalg.solve(upper.T, rhs))
-    return weights if weights.sum() > 0 else np.full(len(predictions), 1.0 / len(predictions))
+    return weights if weights.sum() > 0 else np.full(len(gram), 1.0 / len(gram))
 
 
 def ensemble_members(results: list[Any], score: str) -> list[Any]:
@@ -115,16 +125,16 @@ def ensemble_result(results: list[Any], anchors: Any) -> Any:
         return None
     spec = get_route("ensemble")
     partners = [anchors.target64[torch.as_tensor(q, device=anchors.target64.device)].float() for q in anchors.queries]
+    # each fold's normal equations once: fold k's weights solve the sum over the other folds', the final the total
+    per_fold = [_normal_equations([m.bridged[j] for m in members], partners[j]) for j in range(len(anchors.parts))]
+    total_gram, total_rhs = sum(g for g, _ in per_fold), sum(r for _, r in per_fold)
     folds = []
     for k in range(len(anchors.parts)):
-        rest = [j for j in range(len(anchors.parts)) if j != k]
-        weights = blend_weights(
-            [torch.cat([m.bridged[j] for j in rest]) for m in members], torch.cat([partners[j] for j in rest])
-        )
+        weights = _nnls(total_gram - per_fold[k][0], total_rhs - per_fold[k][1])
         combined = sum(float(w) * m.bridged[k].double() for w, m in zip(weights, members, strict=True))
         fold = anchors.fold(k, training_rows(anchors.parts, k))
         folds.append(fold_scores(spec, anchors, fold, k, {}, combined))
-    weights = blend_weights([torch.cat(m.bridged) for m in members], torch.cat(partners))
+    weights = _nnls(total_gram, total_rhs)
     params = {
         "routes": [m.score.route for m in members],
         "params": [dict(m.score.params) for m in members],

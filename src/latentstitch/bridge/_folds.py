@@ -20,20 +20,10 @@ Precision: the moments and decompositions run in the data's own precision (float
 as fast; float64 data: float64), within float32 rounding of the estimator for float32 data. The one exception is
 Procrustes' polar factor, always float64: it comes from the eigendecomposition of ``A A^T``, whose squared spread
 float32 resolves only down to about 1e-3 of the largest singular value, and an orthogonal map must keep the weak
-directions as exactly as the strong ones (it is applied to the queries without forming ``Q^T``).
+directions as exactly as the strong ones (it is applied to the queries without forming ``Q^T``; on the CPU
+numpy's LAPACK and BLAS run it, ``_core.numerics.eigh`` and ``matmul``).
 
-Relative routes: a relative vector's coordinates are similarities to the training anchors, so the cosine between a
-bridged query's relative vector and a target item's is ``phi(x)^T M phi(y) / (|r_s(x)| |r_t(y)|)`` with
-``M = Phi_s^T Phi_t`` over the training anchors (p x q), where ``phi`` normalises a row (after centring, or after
-the robust per-feature standardisation). The products are taken once per part of the k-fold split; ``M`` of a
-fold is the all-anchor sum less its held-out part's (a downdate without another product), so all three relative
-routes cost a few p x q products per fit instead of N x N similarity matrices per fold. Below ``EXACT_NORMS`` the
-target items' exact relative norms over a fold's training anchors come the same way, from per-part sums of squared
-similarities (one N x N x q pass per fit). While
-cross-validating, ``phi``'s centre and feature scales are the all-anchor statistics (label-free; the anchor set
-itself is the fold's), and above ``EXACT_NORMS`` multiply-adds the target items' relative norms come from the
-all-anchor Gram matrix (the held-out rows' share of every norm is near the same fraction, which does not change the
-ranking much).
+Relative routes read the all-anchor products of ``_relative_folds``.
 """
 
 from __future__ import annotations
@@ -44,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._core.numerics import matmul
+from latentstitch._core.numerics import eigh, matmul
 from latentstitch.relative import SPREAD_FLOOR, floored_spread
 
 #: Ridge penalties tried on the ridge path, in relative units (fractions of the mean eigenvalue of the training
@@ -54,9 +44,6 @@ RIDGES = (1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0)
 #: above the largest), and its light ridge.
 RANKS = (4, 8, 16, 32, 64, 128, 256)
 LOW_RANK_RIDGE = 1e-3
-#: Above this many multiply-adds (N items x training anchors x target features) a relative route's target norms
-#: are taken from the all-anchor Gram matrix while cross-validating.
-EXACT_NORMS = 1e9
 
 Candidate = tuple[dict[str, Any], torch.Tensor]  # (route parameters, bridged queries or similarity rows)
 
@@ -195,8 +182,8 @@ def thin_svd(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     """``P``, singular values, ``Q^T`` of a small matrix ``a`` (m, q) without its null directions, from the
     eigendecomposition of the smaller of ``a a^T`` and ``a^T a``."""
     m, q = a.shape
-    gram = a @ a.T if m <= q else a.T @ a
-    s2, vectors = torch.linalg.eigh(gram)
+    gram = matmul(a, a.T) if m <= q else matmul(a.T, a)
+    s2, vectors = eigh(gram)
     s2, vectors = s2.flip(0), vectors.flip(1)
     keep = s2 > max(m, q) * torch.finfo(s2.dtype).eps * max(float(s2.max()), 0.0)
     s = s2[keep].sqrt()
@@ -239,14 +226,17 @@ class Polar:
         a = a.to(torch.float64)
         m, q = a.shape
         left = m <= q
-        s2, vectors = torch.linalg.eigh(a @ a.T if left else a.T @ a)
+        s2, vectors = eigh(matmul(a, a.T) if left else matmul(a.T, a))
         keep = s2 > max(m, q) * torch.finfo(s2.dtype).eps * max(float(s2.max()), 0.0)
         return cls(a, vectors[:, keep], s2[keep].sqrt(), left)
 
     def apply(self, z: torch.Tensor) -> torch.Tensor:
         """``z @ W`` (n, q) for rows ``z`` (n, m), in ``z``'s precision."""
-        z64, v = z.to(torch.float64), self.vectors
-        out = (((z64 @ v) / self.s) @ v.T) @ self.a if self.left else (((z64 @ self.a) @ v) / self.s) @ v.T
+        z64, v = z.to(torch.float64).contiguous(), self.vectors
+        if self.left:
+            out = matmul(matmul(matmul(z64, v) / self.s, v.T), self.a)
+        else:
+            out = matmul(matmul(matmul(z64, self.a), v) / self.s, v.T)
         return out.to(z.dtype)
 
 
@@ -278,85 +268,3 @@ def low_rank_candidates(fold: Fold, ranks=RANKS, ridge: float = LOW_RANK_RIDGE) 
     full = (b.queries * weights) @ b.a  # (n_q, q) before truncation
     projected = full @ qt.T  # coordinates on the components, by decreasing singular value
     return [({"rank": int(k)}, projected[:, :k] @ qt[:k] + b.mean_y) for k in usable]
-
-
-@dataclass
-class RelativeCache:
-    """Per relative variant, the all-anchor products the folds downdate (built lazily, once per fit). With the
-    anchors' folds (``parts``), the products are taken part by part and summed, so a fold's downdate is a
-    subtraction of its own part's products, not another product over its rows."""
-
-    source: torch.Tensor  # compute dtype
-    target: torch.Tensor
-    parts: list[np.ndarray] | None = None
-    _phi: dict[str, Any] = field(default_factory=dict)
-
-    def phi(self, variant: str) -> tuple[Any, ...]:
-        """(phi of every source anchor, of every target item, M over all anchors, the source's Gram matrix
-        ``Phi_s^T Phi_s`` over all anchors, and per part its (M, Gram) or None)."""
-        if variant not in self._phi:
-            s, t = _phi(self.source, variant), _phi(self.target, variant)
-            per_part = None
-            if self.parts is not None:
-                per_part = []
-                for rows in self.parts:
-                    index = torch.as_tensor(rows, device=s.device)
-                    si, ti = s[index], t[index]
-                    per_part.append((matmul(si.T, ti), matmul(si.T, si)))
-                m, gram = sum(pm for pm, _ in per_part), sum(pg for _, pg in per_part)
-            else:
-                m, gram = matmul(s.T, t), matmul(s.T, s)
-            self._phi[variant] = (s, t, m, gram, per_part)
-        return self._phi[variant]
-
-    def norms(self, variant: str) -> torch.Tensor:
-        """Every target item's relative-vector norm over all anchors (from the Gram matrix ``T^T T``)."""
-        key = variant + ":norms"
-        if key not in self._phi:
-            t = self.phi(variant)[1]
-            self._phi[key] = (matmul(t, matmul(t.T, t)) * t).sum(dim=1).clamp(min=0).sqrt()
-        return self._phi[key]
-
-    def part_squares(self, variant: str) -> list[torch.Tensor]:
-        """Per part, every target item's squared relative coordinates over that part's anchors, summed: a fold's
-        exact norms are the square root of the total less its own part's."""
-        key = variant + ":parts"
-        if key not in self._phi:
-            t = self.phi(variant)[1]
-            self._phi[key] = [
-                matmul(t, t[torch.as_tensor(rows, device=t.device)].T).pow(2).sum(dim=1) for rows in self.parts
-            ]
-        return self._phi[key]
-
-
-def _phi(x: torch.Tensor, variant: str) -> torch.Tensor:
-    if variant == "centered":
-        x = x - x.mean(dim=0)
-    elif variant == "robust":
-        x = (x - x.mean(dim=0)) / floored_spread(x.std(dim=0, correction=0), SPREAD_FLOOR)
-    return x / torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp(min=1e-30)
-
-
-def relative_candidates(fold: Fold, variant: str) -> list[Candidate]:
-    """Similarity rows (queries x all N target items) of a relative route: cosine (``"plain"``), centred
-    (``"centered"``) or robust (``"robust"``) relative vectors over the fold's training anchors."""
-    s, t, m_all, gram_all, per_part = fold.relative.phi(variant)
-    n = s.shape[0]
-    train = torch.as_tensor(fold.train, device=s.device)
-    if per_part is not None and fold.part is not None:
-        m, gram = m_all - per_part[fold.part][0], gram_all - per_part[fold.part][1]
-    elif len(fold.train) * 2 < n:
-        m, gram = matmul(s[train].T, t[train]), matmul(s[train].T, s[train])
-    else:
-        rest = torch.as_tensor(np.setdiff1d(np.arange(n), fold.train), device=s.device)
-        m, gram = m_all - matmul(s[rest].T, t[rest]), gram_all - matmul(s[rest].T, s[rest])
-    if n * len(fold.train) * t.shape[1] > EXACT_NORMS:
-        norms = fold.relative.norms(variant) * np.sqrt(len(fold.train) / n)
-    elif per_part is not None and fold.part is not None:
-        squares = fold.relative.part_squares(variant)
-        norms = (sum(squares) - squares[fold.part]).clamp(min=0).sqrt()
-    else:
-        norms = torch.linalg.vector_norm(matmul(t, t[train].T), dim=1)
-    queries = s[torch.as_tensor(fold.queries, device=s.device)]
-    query_norms = (matmul(queries, gram) * queries).sum(dim=1).clamp(min=0).sqrt()
-    return [({}, matmul(matmul(queries, m), t.T) / norms.clamp(min=1e-30) / query_norms[:, None].clamp(min=1e-30))]

@@ -21,6 +21,7 @@ any other).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,6 +66,23 @@ class Pool:
         return np.stack([self._neighbours[int(i)] for i in items])
 
 
+def partner_ranks(sims: torch.Tensor, items: np.ndarray) -> torch.Tensor:
+    """Rank (1 = first, float64) of each row's own partner ``items[r]`` among the N target items of its similarity
+    row: one plus the count of larger similarities (no sort), ties sharing the mean of their ranks."""
+    with torch.no_grad():
+        sims = sims.detach()
+        rows = torch.arange(len(items), device=sims.device)
+        own = sims[rows, torch.as_tensor(items, device=sims.device)][:, None]
+        above = (sims > own).sum(dim=1).to(torch.float64)
+        tied = (sims == own).sum(dim=1).to(torch.float64) - 1
+        return 1 + above + tied / 2
+
+
+def rank_scores(rank: np.ndarray, k: int) -> dict[str, np.ndarray]:
+    """The per-item scores read from the partner's rank alone: ``rr``, ``top1``, ``hit_k``."""
+    return {"rr": 1.0 / rank, "top1": (rank == 1).astype(np.float64), "hit_k": (rank <= k).astype(np.float64)}
+
+
 def item_scores(sims: torch.Tensor, items: np.ndarray, pool: Pool) -> dict[str, np.ndarray]:
     """Per-item scores of one route's similarity rows ``sims`` (len(items), N): row r is item ``items[r]``'s
     bridged vector against every target item. Ties share the mean of their ranks (a route mapping everything to one
@@ -72,11 +90,7 @@ def item_scores(sims: torch.Tensor, items: np.ndarray, pool: Pool) -> dict[str, 
     with torch.no_grad():
         sims = sims.detach()
         index = torch.as_tensor(items, device=sims.device)
-        rows = torch.arange(len(items), device=sims.device)
-        own = sims[rows, index][:, None]
-        above = (sims > own).sum(dim=1).to(torch.float64)
-        tied = (sims == own).sum(dim=1).to(torch.float64) - 1
-        rank = 1 + above + tied / 2
+        rank = partner_ranks(sims, items)
         # the k most similar other items: the k + 1 most similar without the item itself (no masked copy of sims)
         top = torch.topk(sims, min(pool.k + 1, sims.shape[1]), dim=1).indices
         others = top != index[:, None]
@@ -85,12 +99,7 @@ def item_scores(sims: torch.Tensor, items: np.ndarray, pool: Pool) -> dict[str, 
     rank = rank.cpu().numpy()
     true_top = pool.neighbours(items)
     shared = (bridged_top[:, :, None] == true_top[:, None, :]).any(axis=2).sum(axis=1)
-    return {
-        "rr": 1.0 / rank,
-        "top1": (rank == 1).astype(np.float64),
-        "hit_k": (rank <= pool.k).astype(np.float64),
-        "jaccard": shared / (2 * pool.k - shared),
-    }
+    return {**rank_scores(rank, pool.k), "jaccard": shared / (2 * pool.k - shared)}
 
 
 def translation_sims(bridged: torch.Tensor, pool: Pool) -> torch.Tensor:
@@ -110,6 +119,14 @@ def squared_errors(bridged: torch.Tensor, partner: torch.Tensor, scale: torch.Te
         "sq_error_scaled": (error / variance).sum(dim=1).cpu().numpy(),
         "sq_total_scaled": (spread / variance).sum(dim=1).cpu().numpy(),
     }
+
+
+def r_squared(errors: dict[str, np.ndarray]) -> tuple[float, float]:
+    """A fold's R^2 in the target's own units and with standard-scaled features, from ``squared_errors``."""
+    total, scaled_total = errors["sq_total"].sum(), errors["sq_total_scaled"].sum()
+    r2 = float(1.0 - errors["sq_error"].sum() / total) if total > 0 else math.nan
+    r2_scaled = float(1.0 - errors["sq_error_scaled"].sum() / scaled_total) if scaled_total > 0 else math.nan
+    return r2, r2_scaled
 
 
 def query_rows(parts: list[np.ndarray], seed: int, cap: int = MAX_QUERIES) -> list[np.ndarray]:

@@ -28,14 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from latentstitch.alignment import FunctionalMap, GeneralizedProcrustes, InverseRelativeProjection, UnpairedAlignment
-from latentstitch.bridge._folds import (
-    LOW_RANK_RIDGE,
-    low_rank_candidates,
-    procrustes_candidates,
-    relative_candidates,
-    ridge_candidates,
-)
+from latentstitch.bridge._folds import LOW_RANK_RIDGE, low_rank_candidates, procrustes_candidates, ridge_candidates
 from latentstitch.bridge._relative import RelativeRoute
+from latentstitch.bridge._relative_folds import relative_candidates
 from latentstitch.relative import SIMILARITIES
 from latentstitch.stitching import (
     LatentTranslator,
