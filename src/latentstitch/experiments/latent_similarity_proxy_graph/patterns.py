@@ -62,8 +62,9 @@ def measure(correlations: dict[str, Any], trajectories: list[dict], scores: dict
         "every-run-trains": (finals[weakest], f"weakest run: {trajectories[weakest]['config']}"),
         "per-run": (
             correlations["mean_per_run"],
-            f"{len(correlations['per_run'])} runs with a defined r; by optimiser: {by_optimizer}; pooled over every "
-            f"(run, epoch) {correlations['pooled']:.3f}",
+            f"{len(correlations['per_run'])} runs with a defined r; {correlations['interval_level']:.0%} bootstrap "
+            "interval over runs {:.3f} to {:.3f}; by optimiser and lr: ".format(*correlations["mean_per_run_interval"])
+            + f"{by_optimizer}; pooled over every (run, epoch) {correlations['pooled']:.3f}",
         ),
         "across-runs": (correlations["across_runs"], f"{len(trajectories)} runs"),
         "relative-gcn-f1": (abs(rel - ab), f"relative {rel:.3f}, absolute {ab:.3f}"),
