@@ -55,6 +55,7 @@ def test_grid_is_every_combination_and_optimizers_are_the_papers():
     parameters = [torch.nn.Parameter(torch.zeros(2))]
     sgd = make_optimizer("sgd", 0.02, parameters)
     assert isinstance(sgd, torch.optim.SGD) and sgd.defaults["lr"] == 0.02 and sgd.defaults["momentum"] == 0
+    assert make_optimizer("sgd", 0.01, parameters, momentum=0.9).defaults["momentum"] == 0.9  # the probe's variant
     assert isinstance(make_optimizer("adam", 0.01, parameters), torch.optim.Adam)
     with pytest.raises(ValueError, match="optimizer: expected 'adam' or 'sgd', got 'rmsprop'"):
         make_optimizer("rmsprop", 0.01, parameters)
