@@ -170,7 +170,8 @@ def training_table(trajectories: list[dict], setup: Setup) -> ResultTable:
         ["optimiser, lr", "runs", "mean ± std", "min", "max"],
         [[name, len(v), mean_std(v), min(v), max(v)] for name, v in finals.items()],
         note=f"{num_classes} topics: chance 1/{num_classes}. Plain SGD at these rates on row-sum features (the "
-        "paper's normalisation) stays at 0.17-0.26 after 50 epochs (probe), hence binary features",
+        "paper's normalisation) stays at 0.17-0.28 after 50 epochs (scripts/probe_graph_sgd.py), hence binary "
+        "features",
     )
 
 
@@ -234,8 +235,9 @@ def differences(setup: Setup, *, quick: bool) -> list[str]:
         f"{len(setup.configs)} runs instead of ~2,000; plain GCN layers (1-2, ReLU) instead of GCN2Conv/GIN stacks "
         "of 32-64 layers; the grid varies neither activation nor encoder type (GCN2Conv / GIN)",
         "binary bag-of-words features instead of the paper's row-normalised ones (NormalizeFeatures): on row-sum "
-        "features plain SGD at 0.01 / 0.02 stays near chance on this graph (validation accuracy 0.17-0.26 after 50 "
-        "full-batch epochs in a probe, 2 layers, hidden 32, with or without momentum 0.9; its articles have "
+        "features plain SGD at 0.01 / 0.02 stays near chance on this graph (validation accuracy 0.17-0.28 after 50 "
+        "full-batch epochs at lr 0.01, 0.02 and 0.2, with or without momentum 0.9, 2 layers of 32: "
+        "scripts/probe_graph_sgd.py; its articles have "
         "~80 of 1,500 words, entries ~0.012; Cora's ~0.055), so the grid would hold non-learning runs; on binary "
         "features the paper's Adam / SGD grid trains",
         "the paper's network is absolute (a linear layer, GCN2/GIN stack, linear, L2 norm); here the relative "
