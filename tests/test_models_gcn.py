@@ -5,6 +5,7 @@ import torch
 
 from latentstitch.data import stochastic_block_model
 from latentstitch.models import GCNClassifier, ZeroShotStitched, node_classification_loss, normalized_adjacency
+from latentstitch.models._gcn import sparse_dropout
 from latentstitch.training import fit
 
 
@@ -73,3 +74,29 @@ def test_relative_gcns_stitch_through_anchor_nodes():
         assert out.shape == (20, 2)
         torch.testing.assert_close(out, b.decode(a.encode(x, normalized_adjacency(edge_index, 20))))
     assert a.encode(x, edge_index).shape == (20, 5)
+
+
+def test_sparse_node_features_give_the_dense_forward_and_gradients():
+    x, edge_index, y, train = planted_partition()
+    x = torch.where(x > 0.5, x, torch.zeros_like(x))  # mostly zeros, like bag-of-words features
+    adjacency = normalized_adjacency(edge_index, len(y))
+    torch.manual_seed(0)
+    model = GCNClassifier(x.shape[1], 3, hidden=8, layers=2, dropout=0.5).eval()
+    dense, sparse = model(x, adjacency), model(x.to_sparse(), adjacency)
+    torch.testing.assert_close(sparse, dense)
+    grads = []
+    for features in (x, x.to_sparse()):
+        model.zero_grad()
+        node_classification_loss(model, (features, adjacency, y, train))["loss"].backward()
+        grads.append(model.convs[0].linear.weight.grad.clone())
+    torch.testing.assert_close(grads[1], grads[0])
+
+
+def test_sparse_dropout_drops_only_stored_entries_and_keeps_the_mean():
+    torch.manual_seed(0)
+    x = (torch.rand(400, 50) < 0.1).float()
+    dropped = sparse_dropout(x.to_sparse(), 0.5, True).to_dense()
+    assert torch.all(dropped[x == 0] == 0)
+    assert set(dropped[x == 1].unique().tolist()) == {0.0, 2.0}
+    assert dropped.sum() / x.sum() == pytest.approx(1.0, abs=0.1)  # ~2,000 entries: std of the ratio ~0.02
+    assert sparse_dropout(x.to_sparse(), 0.5, False).to_dense().equal(x)

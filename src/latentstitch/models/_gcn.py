@@ -71,7 +71,21 @@ class GCNLayer(nn.Module):
         self.bias = nn.Parameter(torch.zeros(out_features))
 
     def forward(self, x: torch.Tensor, adjacency: torch.Tensor) -> torch.Tensor:
-        return torch.sparse.mm(adjacency, self.linear(x)) + self.bias
+        h = torch.sparse.mm(x, self.linear.weight.t()) if x.is_sparse else self.linear(x)
+        return torch.sparse.mm(adjacency, h) + self.bias
+
+
+def sparse_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """``F.dropout`` that keeps a sparse COO ``x`` sparse: only its stored entries are dropped (and the kept ones
+    scaled by ``1 / (1 - p)``), the same in distribution as dropout of the dense tensor, whose zeros stay zero."""
+    if not x.is_sparse:
+        return F.dropout(x, p, training)
+    if not training or p == 0:
+        return x
+    x = x.coalesce()
+    return torch.sparse_coo_tensor(
+        x.indices(), F.dropout(x.values(), p, True), x.shape, is_coalesced=True, check_invariants=False
+    )
 
 
 class GCNClassifier(nn.Module):
@@ -95,8 +109,10 @@ class GCNClassifier(nn.Module):
         Indices of the anchor nodes (relreps Cora: 300 random training nodes).
     projection : {"cosine", "robust"}
 
-    Call ``model(x, adjacency)`` with node features (N, F) and ``normalized_adjacency(edge_index, N)`` (an
-    (2, E) int64 ``edge_index`` is accepted too, and normalised on every call). Full-batch training with ``fit``:
+    Call ``model(x, adjacency)`` with node features (N, F), dense or a sparse COO tensor (bag-of-words features:
+    the first layer then multiplies and drops out only the stored entries, several times faster), and
+    ``normalized_adjacency(edge_index, N)`` (an (2, E) int64 ``edge_index`` is accepted too, and normalised on every
+    call). Full-batch training with ``fit``:
     ``batches=[(x, adjacency, y, train_mask)]`` and ``loss_fn=node_classification_loss``.
     """
 
@@ -142,13 +158,17 @@ class GCNClassifier(nn.Module):
 
     def embed(self, x: torch.Tensor, adjacency: torch.Tensor) -> torch.Tensor:
         """Node embeddings (N, hidden): the output of the last GCN layer."""
-        x = as_float_tensor(x, "x", ndim=2, min_rows=1)
+        if isinstance(x, torch.Tensor) and x.is_sparse:
+            if x.ndim != 2 or x.dtype not in (torch.float32, torch.float64) or x.shape[0] < 1:
+                raise ValueError(f"x: expected a 2-D floating-point sparse tensor, got {x.dtype} {tuple(x.shape)}")
+        else:
+            x = as_float_tensor(x, "x", ndim=2, min_rows=1)
         if not adjacency.is_sparse:
             adjacency = normalized_adjacency(adjacency, x.shape[0])
         for i, conv in enumerate(self.convs):
             if i:
                 x = F.relu(x)
-            x = conv(F.dropout(x, self.dropout, self.training), adjacency)
+            x = conv(sparse_dropout(x, self.dropout, self.training), adjacency)
         return x
 
     def encode(self, x: torch.Tensor, adjacency: torch.Tensor) -> torch.Tensor:

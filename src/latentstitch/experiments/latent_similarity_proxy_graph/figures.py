@@ -13,7 +13,7 @@ def plot_scatter(trajectories, best: int, mean_per_run: float, pooled: float, na
     plt = pyplot()
 
     figure, ax = plt.subplots(figsize=(7.5, 5.5))
-    for optimizer, marker in (("adam", "o"), ("rmsprop", "^")):
+    for optimizer, marker in (("adam", "o"), ("sgd", "^")):
         chosen = [t for t in trajectories if t["config"]["optimizer"] == optimizer]
         if not chosen:
             continue

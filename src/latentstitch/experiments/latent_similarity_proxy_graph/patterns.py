@@ -54,6 +54,7 @@ def patterns() -> list[Pattern]:
 
 def measure(correlations: dict[str, Any], trajectories: list[dict], scores: dict[str, list[dict]]) -> dict[str, Any]:
     finals = [t["val_accuracy"][-1] for t in trajectories]
+    similarity = [t["similarity"][-1] for t in trajectories]
     weakest = int(np.argmin(finals))
     by_optimizer = ", ".join(f"{name} {np.mean(v):.3f}" for name, v in sorted(correlations["by_optimizer"].items()))
     rel = float(np.mean([s["macro_f1"] for s in scores["relative"]]))
@@ -62,9 +63,14 @@ def measure(correlations: dict[str, Any], trajectories: list[dict], scores: dict
         "every-run-trains": (finals[weakest], f"weakest run: {trajectories[weakest]['config']}"),
         "per-run": (
             correlations["mean_per_run"],
-            f"{len(correlations['per_run'])} runs with a defined r; by optimiser: {by_optimizer}; pooled over every "
-            f"(run, epoch) {correlations['pooled']:.3f}",
+            f"{len(correlations['per_run'])} runs with a defined r; {correlations['interval_level']:.0%} bootstrap "
+            "interval over runs {:.3f} to {:.3f}; by optimiser and lr: ".format(*correlations["mean_per_run_interval"])
+            + f"{by_optimizer}; pooled over every (run, epoch) {correlations['pooled']:.3f}",
         ),
-        "across-runs": (correlations["across_runs"], f"{len(trajectories)} runs"),
+        "across-runs": (
+            correlations["across_runs"],
+            f"{len(trajectories)} runs; final validation accuracy {min(finals):.3f} to {max(finals):.3f}, final "
+            f"similarity to the best run {min(similarity):.3f} to {max(similarity):.3f}",
+        ),
         "relative-gcn-f1": (abs(rel - ab), f"relative {rel:.3f}, absolute {ab:.3f}"),
     }
