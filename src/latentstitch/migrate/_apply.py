@@ -15,7 +15,6 @@ protocol (see ``_apply_cluster``); the result has the same bytes as in process. 
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import shutil
@@ -26,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch._core.atomic import PARTIAL_MARK, atomic_path, commit_staged, refuse_inputs, write_text
+from latentstitch._core.atomic import PARTIAL_MARK, commit_staged, refuse_inputs, write_text
 from latentstitch._core.progress import progress_bar
+from latentstitch.migrate._chunks import chunk_digest, replace_sampled, write_chunk_files
 from latentstitch.migrate._migration import Migration
 from latentstitch.migrate._retrieval import prepare
 from latentstitch.migrate.stores import VectorStore, create_writer
@@ -215,20 +215,6 @@ def _open_manifest(
     return manifest
 
 
-def chunk_digest(out: np.ndarray) -> str:
-    """The manifest's digest of one bridged chunk."""
-    return hashlib.sha256(np.ascontiguousarray(out).data).hexdigest()[:16]
-
-
-def write_chunk_files(work: Path, number: int, ids, out: np.ndarray) -> str:
-    """Write chunk ``number``'s ids and vectors into the work folder, each file atomically; its digest."""
-    with atomic_path(work / f"ids-{number:06d}.npy", option="--output") as temporary:
-        np.save(temporary, np.asarray(ids), allow_pickle=False)
-    with atomic_path(work / f"chunk-{number:06d}.npy", option="--output") as temporary:
-        np.save(temporary, out, allow_pickle=False)
-    return chunk_digest(out)
-
-
 def _replacements(migration: Migration, sample_ids, sample_new) -> dict[str, np.ndarray] | None:
     if sample_ids is None:
         return None
@@ -239,13 +225,3 @@ def _replacements(migration: Migration, sample_ids, sample_new) -> dict[str, np.
         )
     vectors = prepare(new, migration.metric).numpy()
     return {str(i): vectors[row] for row, i in enumerate(np.asarray(sample_ids).tolist())}
-
-
-def replace_sampled(out: np.ndarray, ids, replacements: dict | None) -> None:
-    """Put the re-embedded items' true new vectors in place of their bridged ones (``out`` in place)."""
-    if not replacements:
-        return
-    for row, value in enumerate(np.asarray(ids).tolist()):
-        vector = replacements.get(str(value))
-        if vector is not None:
-            out[row] = vector

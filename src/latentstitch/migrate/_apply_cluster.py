@@ -18,6 +18,7 @@ import numpy as np
 
 from latentstitch._core.extras import require
 from latentstitch.distributed import client_scope
+from latentstitch.migrate._chunks import replace_sampled, write_chunk_files
 from latentstitch.migrate._migration import Migration
 from latentstitch.migrate.stores import VectorStore
 
@@ -32,8 +33,6 @@ def bridge_chunk(
     vectors: np.ndarray,
 ) -> str:
     """On a worker: bridge one chunk, put the re-embedded items' true vectors back, write it; its digest."""
-    from latentstitch.migrate._apply import replace_sampled, write_chunk_files
-
     out = migration.transform_corpus(vectors, device=device)
     replace_sampled(out, ids, replacements)
     return write_chunk_files(Path(work), number, ids, out)
