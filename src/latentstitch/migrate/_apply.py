@@ -30,7 +30,7 @@ from latentstitch._core.progress import progress_bar
 from latentstitch.migrate._chunks import chunk_digest, replace_sampled, write_chunk_files
 from latentstitch.migrate._migration import Migration
 from latentstitch.migrate._retrieval import prepare
-from latentstitch.migrate.stores import VectorStore, create_writer
+from latentstitch.migrate.stores import VectorStore, create_writer, exact_batches
 
 MANIFEST = "manifest.json"
 
@@ -144,7 +144,7 @@ def apply_migration(
                 )
             else:
                 start = 0
-                for number, (ids, vectors) in enumerate(store.batches(chunk_rows)):
+                for number, (ids, vectors) in enumerate(exact_batches(store.batches(chunk_rows), chunk_rows)):
                     if str(number) not in manifest["done"]:
                         out = migration.transform_corpus(vectors, device=device)
                         replace_sampled(out, ids, replacements)

@@ -20,7 +20,7 @@ from latentstitch._core.extras import require
 from latentstitch.distributed import client_scope
 from latentstitch.migrate._chunks import replace_sampled, write_chunk_files
 from latentstitch.migrate._migration import Migration
-from latentstitch.migrate.stores import VectorStore
+from latentstitch.migrate.stores import VectorStore, exact_batches
 
 
 def bridge_chunk(
@@ -69,7 +69,7 @@ def bridge_on_cluster(
                 advance(rows)
 
         try:
-            for number, (ids, vectors) in enumerate(store.batches(chunk_rows)):
+            for number, (ids, vectors) in enumerate(exact_batches(store.batches(chunk_rows), chunk_rows)):
                 if str(number) in done:
                     advance(len(ids))
                     continue
