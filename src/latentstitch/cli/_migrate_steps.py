@@ -37,6 +37,7 @@ OPTIONS = {
     "holdout": "--holdout",
     "folds": "--folds",
     "migration": "MIGRATION",
+    "device": "--device",
 }
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from latentstitch._core.atomic import PARTIAL_MARK, commit_staged, refuse_inputs, write_text
+from latentstitch._core.params import check_device
 from latentstitch._core.progress import progress_bar
 from latentstitch.migrate._chunks import chunk_digest, replace_sampled, write_chunk_files
 from latentstitch.migrate._migration import Migration
@@ -95,6 +96,8 @@ def apply_migration(
             f"store: {store.describe()} has {store.dimension} features; the migration was fitted on "
             f"{migration.old_dimension}"
         )
+    if client is None:
+        check_device(device, "device")  # on a cluster, each worker checks its own
     if output.exists():
         raise FileExistsError(f"--output: {str(output)!r} exists; apply writes a new collection, never over one")
     refuse_inputs({"--output": output}, {"INDEX": store.path, "MIGRATION": migration_path})
