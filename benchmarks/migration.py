@@ -18,6 +18,9 @@ measured in the same run: the same chunks read, multiplied by the same matrix wi
 memory-mapped ``.npy``. Peak anonymous memory (RssAnon, sampled) shows it is bounded by the chunk.
 
 **query**: the query-side bridge on batches of 1,000 new-model queries (384 -> 384), time per query.
+
+**ceiling** (a diagnostic, only when named in ``--parts``): each of ``--routes`` fitted on every document and query
+of a set, an oracle bound on what the route can reach (``benchmarks/_migration_ceiling.py``).
 """
 
 from __future__ import annotations
@@ -328,3 +331,7 @@ def run(args) -> None:
         apply_part(args)
     if "quality" in parts:
         quality(args)
+    if "ceiling" in parts:  # a diagnostic, not in the default parts
+        from benchmarks._migration_ceiling import ceiling
+
+        ceiling(args)
