@@ -5,6 +5,9 @@
   document.
 - **bible**: 2,000 Bible verses spread over the whole Bible: the English (WEB) verse is the query, the Spanish
   (RV1909) verse the document (cross-lingual retrieval, multilingual encoders).
+- **kjv**: 10,000 Bible verses spread over the whole Bible: the World English Bible verse is the document, the same
+  verse in the King James Version the query (a real paraphrase: the same content in other, older words). Needs the
+  Debian package ``sword-text-kjv`` beside ``sword-text-web``.
 
 Run as ``nice -n 10 python -m benchmarks._migration_data`` to fill the cache ahead of the benchmark."""
 
@@ -18,8 +21,13 @@ import numpy as np
 
 CACHE = Path.home() / ".cache" / "latentstitch" / "migration"
 #: set -> encoders that embed it (old / new pairs are drawn from these).
-ENCODERS = {"bbc": ("paraphrase-minilm-l3", "minilm-l6"), "bible": ("use-m3", "e5-small")}
+ENCODERS = {
+    "bbc": ("paraphrase-minilm-l3", "minilm-l6"),
+    "bible": ("use-m3", "e5-small"),
+    "kjv": ("paraphrase-minilm-l3", "minilm-l6", "use-m3"),
+}
 BIBLE_VERSES = 2000
+KJV_VERSES = 10_000
 DOCUMENT_CHARS = 600
 
 
@@ -40,6 +48,10 @@ def texts(name: str) -> tuple[list[str], list[str]]:
         return queries, documents
     from latentstitch.data import bible_verses
 
+    if name == "kjv":
+        verses = bible_verses({"web": "engWEB2015eb", "kjv": "engKJV2006eb"})[0]
+        rows = np.linspace(0, len(verses["web"]) - 1, KJV_VERSES).round().astype(int)
+        return [verses["kjv"][i] for i in rows], [verses["web"][i] for i in rows]
     verses = bible_verses()[0]
     step = len(verses["en"]) // BIBLE_VERSES
     rows = range(0, step * BIBLE_VERSES, step)
@@ -67,6 +79,8 @@ def embedded(name: str, encoder: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 if __name__ == "__main__":
-    for set_name in sys.argv[1:] or list(ENCODERS):
-        for encoder_name in ENCODERS[set_name]:
+    # python -m benchmarks._migration_data [SET[:ENCODER,...]] ...
+    for argument in sys.argv[1:] or list(ENCODERS):
+        set_name, _, chosen = argument.partition(":")
+        for encoder_name in chosen.split(",") if chosen else ENCODERS[set_name]:
             embedded(set_name, encoder_name)

@@ -4,6 +4,7 @@
 #   dataset-fashion-mnist  Fashion-MNIST, IDX .gz files in /usr/share/datasets/fashion-mnist/
 #   sword-text-web         World English Bible (SWORD module engWEB2015eb) in /usr/share/sword/
 #   sword-text-sparv       Reina-Valera 1909 Spanish Bible (SWORD module spaRV1909eb) in /usr/share/sword/
+#   sword-text-kjv         King James Version (SWORD module engKJV2006eb) in /usr/share/sword/ (migration benchmark)
 #   dict-freedict-eng-spa  FreeDict English-Spanish dictionary (dictd format) in /usr/share/dictd/
 #   dict-freedict-eng-fra  FreeDict English-French dictionary (dictd format) in /usr/share/dictd/
 #   unicode-cldr-core      Unicode CLDR: emoji names in many languages and their categories, in /usr/share/unicode/cldr/
@@ -17,7 +18,7 @@
 # Runs apt-get as root, or through sudo when not root. Packages already installed are left alone.
 set -euo pipefail
 
-PACKAGES=(dataset-fashion-mnist sword-text-web sword-text-sparv dict-freedict-eng-spa dict-freedict-eng-fra unicode-cldr-core)
+PACKAGES=(dataset-fashion-mnist sword-text-web sword-text-sparv sword-text-kjv dict-freedict-eng-spa dict-freedict-eng-fra unicode-cldr-core)
 
 pip=""
 while [ $# -gt 0 ]; do

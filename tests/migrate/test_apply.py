@@ -147,3 +147,49 @@ def test_apply_refuses_a_query_side_migration_and_a_changed_index(saved, corpus,
     migration.mode = "query"
     with pytest.raises(ValueError, match="migration: the chosen mode is query-side"):
         apply_migration(migration, path, open_store(tmp_path / "old.npy"), tmp_path / "other.npy")
+
+
+class Capped(Interrupting):
+    """A store whose engine yields at most ``cap`` rows per batch, whatever is asked (Chroma's max batch size)."""
+
+    def __init__(self, store, cap):
+        super().__init__(store, after=-1)
+        self.cap = cap
+
+    def batches(self, rows):
+        for ids, vectors in self.store.batches(rows):
+            for start in range(0, len(ids), self.cap):
+                yield ids[start : start + self.cap], vectors[start : start + self.cap]
+
+
+@pytest.mark.parametrize("name", ["new.npy", "new.parquet"])
+def test_apply_writes_every_row_when_the_engine_caps_its_batches(saved, corpus, tmp_path, name):
+    _, migration, path = saved
+    np.save(tmp_path / "old.npy", corpus.old)
+    store = Capped(open_store(tmp_path / "old.npy"), cap=37)
+    result = apply_migration(migration, path, store, tmp_path / name, chunk_rows=100, kind="file")
+    assert result.chunks == 6
+    ids, written = open_store(tmp_path / name).read()
+    np.testing.assert_array_equal(ids, np.arange(len(corpus.old)))
+    np.testing.assert_allclose(written, migration.transform_corpus(corpus.old), atol=1e-6)
+
+
+def test_apply_on_the_cpu_device_gives_the_same_bytes_and_a_bad_device_is_named(saved, corpus, tmp_path):
+    _, migration, path = saved
+    np.save(tmp_path / "old.npy", corpus.old)
+    store = open_store(tmp_path / "old.npy")
+    apply_migration(migration, path, store, tmp_path / "default.npy", chunk_rows=128)
+    apply_migration(migration, path, store, tmp_path / "cpu.npy", chunk_rows=128, device="cpu")
+    assert (tmp_path / "cpu.npy").read_bytes() == (tmp_path / "default.npy").read_bytes()
+    import torch
+
+    tensor = torch.as_tensor(corpus.old[:5])
+    np.testing.assert_array_equal(
+        migration.transform_corpus(tensor, device="cpu"), migration.transform_corpus(corpus.old[:5])
+    )
+    with pytest.raises(ValueError, match="device: 'gpu' is not a usable device"):
+        apply_migration(migration, path, store, tmp_path / "bad.npy", device="gpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="device: 'cuda': this machine has 0 CUDA device"):
+            apply_migration(migration, path, store, tmp_path / "bad.npy", device="cuda")
+    assert not (tmp_path / "bad.npy").exists() and not work_folder(tmp_path / "bad.npy").exists()

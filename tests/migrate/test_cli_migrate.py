@@ -156,3 +156,7 @@ def test_user_errors_are_one_line(workspace, corpus, tmp_path, capsys):
     # the output may not be the index
     err = _error(capsys, ["migrate", "plan", str(w / "old.index"), "--budget", "5", "-o", str(w / "old.index")])
     assert "--output" in err and "INDEX" in err
+    # a local cluster and an existing one at once
+    cluster = ["-o", str(tmp_path / "n.index"), "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"]
+    err = _error(capsys, ["migrate", "apply", str(w / "plan.csv"), str(w / "old.index"), *cluster])
+    assert "error: --workers and --scheduler: give one (a local cluster of N workers, or an existing one)" in err

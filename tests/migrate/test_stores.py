@@ -5,11 +5,15 @@ An engine that is not installed is skipped with the reason."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from latentstitch.migrate import create_writer, open_store
+from latentstitch.migrate.stores import exact_batches
 
 N, D = 120, 8
 
@@ -115,3 +119,51 @@ def test_store_reads_searches_and_writes_a_new_collection(kind, name, build, dat
         assert reopened.metric == "cosine" and reopened.dimension == 4
     finally:
         reopened.close()
+
+
+@given(
+    sizes=st.lists(st.integers(0, 40), min_size=0, max_size=12),
+    rows=st.integers(1, 50),
+)
+@settings(max_examples=60, deadline=None)
+def test_exact_batches_cut_any_engine_batches_into_chunks_of_the_asked_size(sizes, rows):
+    total = sum(sizes)
+    ids = np.arange(total)
+    vectors = np.arange(total * 2, dtype=np.float32).reshape(total, 2)
+    cuts = np.cumsum([0, *sizes])
+    engine = [(ids[a:b], vectors[a:b]) for a, b in itertools.pairwise(cuts)]
+    out = list(exact_batches(engine, rows))
+    assert [len(i) for i, _ in out] == [min(rows, total - s) for s in range(0, total, rows)]
+    if out:
+        np.testing.assert_array_equal(np.concatenate([i for i, _ in out]), ids)
+        np.testing.assert_array_equal(np.concatenate([v for _, v in out]), vectors)
+
+
+@pytest.mark.integration
+@needs("lancedb")
+def test_lancedb_is_streamed_in_chunks_across_its_fragments(data, tmp_path, monkeypatch):
+    import lancedb
+    import pyarrow as pa
+
+    ids, vectors = data
+    table = None
+    for start in range(0, N, 50):  # three appends: three fragments of 50, 50 and 20 rows
+        part = pa.table(
+            {
+                "id": pa.array(ids[start : start + 50]),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors[start : start + 50].reshape(-1)), D),
+            }
+        )
+        if table is None:
+            table = lancedb.connect(str(tmp_path / "db")).create_table("docs", data=part)
+        else:
+            table.add(part)
+    # the store never materialises the whole table
+    monkeypatch.setattr(type(table), "to_arrow", lambda *a, **k: pytest.fail("the table was read whole"))
+    store = open_store(tmp_path / "db")
+    assert store.count == N and store.dimension == D and store.metric == "cosine"
+    chunks = list(store.batches(45))
+    assert [len(i) for i, _ in chunks] == [45, 45, 30]
+    assert all(v.shape[0] <= 45 for _, v in chunks)
+    np.testing.assert_array_equal(np.concatenate([i for i, _ in chunks]), ids)
+    np.testing.assert_allclose(np.concatenate([v for _, v in chunks]), vectors, atol=1e-6)

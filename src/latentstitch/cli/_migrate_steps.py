@@ -37,6 +37,7 @@ OPTIONS = {
     "holdout": "--holdout",
     "folds": "--folds",
     "migration": "MIGRATION",
+    "device": "--device",
 }
 
 
@@ -184,6 +185,8 @@ def apply(args: argparse.Namespace, output: Path) -> int:
         sample_new=sample_new,
         chunk_rows=args.chunk_rows,
         device=args.device,
+        client=args.scheduler or ("local" if args.workers is not None else None),
+        workers=args.workers,
         progress=not args.quiet,
     )
     resumed = f", {result.resumed_chunks} chunks resumed" if result.resumed_chunks else ""

@@ -138,6 +138,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     apply.add_argument("--output-kind", choices=KINDS, default=None, help="the kind of store written (default INDEX's)")
     apply.add_argument("--chunk-rows", type=positive_int, default=65_536, help="vectors per chunk (default 65536)")
     apply.add_argument("--device", default=None, help="where to run the bridge (cpu, cuda, ...; default cpu)")
+    apply.add_argument(
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="bridge the chunks on a local Dask cluster of N worker processes (needs the dask extra); same result",
+    )
+    apply.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="as --workers, on an existing Dask cluster (tcp://host:8786); the workers write into a folder beside "
+        "--output, which they must all reach",
+    )
     add_run_options(apply)
 
 
@@ -149,6 +162,8 @@ def main(args: argparse.Namespace) -> int:
         input_file(args.sample, "SAMPLE" if args.action != "apply" else "--sample")
     if getattr(args, "plan", None):
         input_file(args.plan, "--plan")
+    if getattr(args, "workers", None) is not None and getattr(args, "scheduler", None) is not None:
+        raise UsageError("--workers and --scheduler: give one (a local cluster of N workers, or an existing one)")
     if (getattr(args, "queries_new", None) is None) != (getattr(args, "queries_old", None) is None):
         raise UsageError("--queries-old: give both --queries-new and --queries-old (the same queries, both models)")
     output = output_file(args.output, "--output")

@@ -7,7 +7,8 @@
   cross-validated MRR@10 over the whole index; ``queries=QuerySample(new, old, relevant)`` adds real queries.
 - ``certify_migration(...)``: a ``Certificate`` (Recall@1/@10, MRR@10, nDCG@10, top-10 overlap with bootstrap
   intervals, threshold remapping, per-document confidence and the re-embedding curve).
-- ``apply_migration(migration, path, store, output)``: stream the old index into a new collection, resumable.
+- ``apply_migration(migration, path, store, output)``: stream the old index into a new collection, resumable;
+  ``client=`` runs the chunks on a Dask cluster (same bytes), ``device=`` the bridge on a GPU.
 - ``stores.open_store(path)``: FAISS, LanceDB, Chroma, Qdrant (local), Milvus Lite and embedding files behind one
   protocol.
 

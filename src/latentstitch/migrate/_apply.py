@@ -5,12 +5,16 @@ written into a work folder beside the output, ``.NAME.partial-apply``, whose ``m
 done with the sha256 of the bridge files and of the source index. An interrupted run (Ctrl-C, a kill, a full
 disk) leaves that folder, named as partial; the same command resumes it and gives the identical result, and refuses
 it if the bridge or the index changed. At the end the new store is built in the work folder and renamed onto the
-output in one step; the manifest is written beside it (``OUTPUT.manifest.json``)."""
+output in one step; the manifest is written beside it (``OUTPUT.manifest.json``).
+
+``client=``: the chunks are bridged on a Dask cluster (``"local"``: a ``LocalCluster`` of ``workers`` processes
+started here; a ``distributed.Client`` or a scheduler address: that cluster), written by the workers with the same
+protocol (see ``_apply_cluster``); the result has the same bytes as in process. ``device=``: where the bridge runs
+("cuda" on a GPU; on a cluster, each worker's device)."""
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import shutil
@@ -21,11 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch._core.atomic import PARTIAL_MARK, atomic_path, commit_staged, refuse_inputs, write_text
+from latentstitch._core.atomic import PARTIAL_MARK, commit_staged, refuse_inputs, write_text
+from latentstitch._core.params import check_device
 from latentstitch._core.progress import progress_bar
+from latentstitch.migrate._chunks import chunk_digest, replace_sampled, write_chunk_files
 from latentstitch.migrate._migration import Migration
 from latentstitch.migrate._retrieval import prepare
-from latentstitch.migrate.stores import VectorStore, create_writer
+from latentstitch.migrate.stores import VectorStore, create_writer, exact_batches
 
 MANIFEST = "manifest.json"
 
@@ -68,11 +74,14 @@ def apply_migration(
     sample_new: Any = None,
     chunk_rows: int = 65_536,
     device: str | None = None,
+    client: Any = None,
+    workers: int | None = None,
     progress: bool = False,
 ) -> ApplyResult:
     """Bridge every vector of ``store`` with ``migration``'s corpus-side bridge into a new store at ``output``
     (``kind``: the source's by default); ``sample_ids``/``sample_new``: re-embedded items, written with their true
-    new vectors. See the module docstring for resuming and what is written."""
+    new vectors; ``client``/``workers``: run the chunks on a Dask cluster. See the module docstring for resuming
+    and what is written."""
     started = time.perf_counter()
     output = Path(os.fspath(output))
     if "corpus" not in migration.bridges:
@@ -87,6 +96,8 @@ def apply_migration(
             f"store: {store.describe()} has {store.dimension} features; the migration was fitted on "
             f"{migration.old_dimension}"
         )
+    if client is None:
+        check_device(device, "device")  # on a cluster, each worker checks its own
     if output.exists():
         raise FileExistsError(f"--output: {str(output)!r} exists; apply writes a new collection, never over one")
     refuse_inputs({"--output": output}, {"INDEX": store.path, "MIGRATION": migration_path})
@@ -95,8 +106,8 @@ def apply_migration(
     replacements = _replacements(migration, sample_ids, sample_new)
     hashes = {"bridge": migration.bridge_sha256(migration_path), "source": store.fingerprint()}
     work = work_folder(output)
-    manifest = _open_manifest(work, hashes, store, chunk_rows, migration)
     kind = kind or store.kind
+    work.mkdir(exist_ok=True)
     options = {**store.writer_options(), "rows": store.count}
     staged_name = "out" + (output.suffix if kind in ("file", "faiss", "milvus") else "")
     writer = create_writer(
@@ -107,50 +118,83 @@ def apply_migration(
         collection=output.stem,
         **options,
     )
-    in_place = getattr(writer, "in_place", False)
+    # in process, a writer that can write at an offset (a memory-mapped .npy) gets each chunk directly; on a cluster
+    # the workers write chunk files, read here at the end
+    in_place = getattr(writer, "in_place", False) and client is None
+    layout = "in-place" if in_place else "chunk-files"
+    manifest = _open_manifest(work, hashes, layout, store, chunk_rows, migration)
     total = -(-store.count // chunk_rows)
     resumed = len(manifest["done"])
+
+    def record(number: int, digest: str) -> None:
+        manifest["done"][str(number)] = digest
+        write_text(work / MANIFEST, json.dumps(manifest, indent=1), option="--output")
+
     with progress_bar(bool(progress)) as bar:
         task = None if bar is None else bar.add_task(f"migrating {store.path.name}", total=store.count)
-        start = 0
-        for number, (ids, vectors) in enumerate(store.batches(chunk_rows)):
-            if str(number) not in manifest["done"]:
-                out = migration.transform_corpus(vectors, device=device)
-                _replace(out, ids, replacements, migration.metric)
-                try:
-                    digest = _write_chunk(writer, in_place, work, number, start, ids, out)
-                    manifest["done"][str(number)] = digest
-                    write_text(work / MANIFEST, json.dumps(manifest, indent=1), option="--output")
-                except OSError as error:
-                    if error.errno in (errno.ENOSPC, errno.EDQUOT):
-                        raise _disk_full(error, work, len(manifest["done"]), total) from None
-                    raise
-            start += len(ids)
+
+        def advance(rows: int) -> None:
             if bar is not None:
-                bar.advance(task, len(ids))
+                bar.advance(task, rows)
+
+        try:
+            if client is not None:
+                from latentstitch.migrate._apply_cluster import bridge_on_cluster
+
+                done = dict(manifest["done"])
+                bridge_on_cluster(
+                    client, workers, migration, store, chunk_rows, work, done, replacements, device, record, advance
+                )
+            else:
+                start = 0
+                for number, (ids, vectors) in enumerate(exact_batches(store.batches(chunk_rows), chunk_rows)):
+                    if str(number) not in manifest["done"]:
+                        out = migration.transform_corpus(vectors, device=device)
+                        replace_sampled(out, ids, replacements)
+                        if in_place:
+                            writer.write_at(start, out)
+                            digest = chunk_digest(out)
+                        else:
+                            digest = write_chunk_files(work, number, ids, out)
+                        record(number, digest)
+                    start += len(ids)
+                    advance(len(ids))
+        except OSError as error:
+            if error.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise _disk_full(error, work, len(manifest["done"]), total) from None
+            raise
     try:
         if not in_place:
+            start = 0
             for number in range(total):
                 ids = np.load(work / f"ids-{number:06d}.npy", allow_pickle=False)
-                writer.add(ids, np.load(work / f"chunk-{number:06d}.npy", allow_pickle=False))
+                vectors = np.load(work / f"chunk-{number:06d}.npy", allow_pickle=False)
+                if getattr(writer, "in_place", False):
+                    writer.write_at(start, vectors)
+                else:
+                    writer.add(ids, vectors)
+                start += len(ids)
         writer.close()
         commit_staged(work / staged_name, output)
     except OSError as error:
         if error.errno in (errno.ENOSPC, errno.EDQUOT):
             raise _disk_full(error, work, total, total) from None
         raise
-    record = {**manifest, "output": str(output), "kind": kind, "status": "complete"}
+    final = {**manifest, "output": str(output), "kind": kind, "status": "complete"}
     manifest_path = output.with_name(output.name + ".manifest.json")
-    write_text(manifest_path, json.dumps(record, indent=1) + "\n", option="--output")
+    write_text(manifest_path, json.dumps(final, indent=1) + "\n", option="--output")
     shutil.rmtree(work, ignore_errors=True)
     return ApplyResult(
         output, manifest_path, store.count, migration.new_dimension, total, resumed, time.perf_counter() - started
     )
 
 
-def _open_manifest(work: Path, hashes: dict, store: VectorStore, chunk_rows: int, migration: Migration) -> dict:
+def _open_manifest(
+    work: Path, hashes: dict, layout: str, store: VectorStore, chunk_rows: int, migration: Migration
+) -> dict:
     expected = {
         "hashes": hashes,
+        "layout": layout,
         "source": str(store.path),
         "source_kind": store.kind,
         "rows": store.count,
@@ -165,24 +209,13 @@ def _open_manifest(work: Path, hashes: dict, store: VectorStore, chunk_rows: int
         if differs:
             raise ValueError(
                 f"--output: the partial apply in {str(work)!r} was made with another {', '.join(differs)}; remove "
-                "that folder to start again, or resume with the same bridge, index and --chunk-rows"
+                "that folder to start again, or resume with the same bridge, index, --chunk-rows and cluster setting"
             )
         return manifest
     work.mkdir(exist_ok=True)
     manifest = {**expected, "done": {}}
     write_text(path, json.dumps(manifest, indent=1), option="--output")
     return manifest
-
-
-def _write_chunk(writer, in_place: bool, work: Path, number: int, start: int, ids, out) -> str:
-    if in_place:
-        writer.write_at(start, out)
-    else:
-        with atomic_path(work / f"ids-{number:06d}.npy", option="--output") as temporary:
-            np.save(temporary, np.asarray(ids), allow_pickle=False)
-        with atomic_path(work / f"chunk-{number:06d}.npy", option="--output") as temporary:
-            np.save(temporary, out, allow_pickle=False)
-    return hashlib.sha256(np.ascontiguousarray(out).data).hexdigest()[:16]
 
 
 def _replacements(migration: Migration, sample_ids, sample_new) -> dict[str, np.ndarray] | None:
@@ -195,12 +228,3 @@ def _replacements(migration: Migration, sample_ids, sample_new) -> dict[str, np.
         )
     vectors = prepare(new, migration.metric).numpy()
     return {str(i): vectors[row] for row, i in enumerate(np.asarray(sample_ids).tolist())}
-
-
-def _replace(out: np.ndarray, ids, replacements, metric: str) -> None:
-    if not replacements:
-        return
-    for row, value in enumerate(np.asarray(ids).tolist()):
-        vector = replacements.get(str(value))
-        if vector is not None:
-            out[row] = vector

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from latentstitch._core.atomic import atomic_path, write_text
+from latentstitch._core.params import check_device
 from latentstitch.bridge import Bridge
 from latentstitch.migrate._retrieval import check_metric, prepare
 
@@ -51,8 +52,9 @@ class Migration:
         if mode not in self.bridges:
             raise ValueError(f"mode: this migration has no {mode}-side bridge (it has {', '.join(self.bridges)})")
         tensor = prepare(vectors, self.metric)
-        if device is not None:
-            tensor = tensor.to(device)
+        target = check_device(device, "device")
+        if target is not None:
+            tensor = tensor.to(target)
         out = torch.as_tensor(self.bridges[mode].transform(tensor)).to(torch.float32)
         if self.metric == "cosine":
             out = torch.nn.functional.normalize(out, dim=1)

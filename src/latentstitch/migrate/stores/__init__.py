@@ -16,6 +16,7 @@ from latentstitch.migrate.stores._protocol import (
     VectorStore,
     as_path,
     check_ids,
+    exact_batches,
     fingerprint,
 )
 
@@ -94,6 +95,7 @@ __all__ = [
     "check_faiss_file",
     "check_ids",
     "create_writer",
+    "exact_batches",
     "fingerprint",
     "guess_kind",
     "open_store",

@@ -1,7 +1,10 @@
 """LanceDB tables (``lancedb``): a database folder (``--collection`` names the table; the only one by default) or
 a ``NAME.lance`` table folder. The vectors are the table's fixed-size-list column (``vector`` by default), the
 ids its ``id`` column (or ``id_column``). A table has no metric of its own (LanceDB takes it at search time): give
-``metric=``, else unit rows read as cosine and others as inner product (LanceDB's ``dot``)."""
+``metric=``, else unit rows read as cosine and others as inner product (LanceDB's ``dot``).
+
+The table is streamed (LanceDB's scan as Arrow record batches): opening it reads its schema, its row count and the
+id column (to check the ids), never all its vectors; ``batches`` holds one batch at a time."""
 
 from __future__ import annotations
 
@@ -12,7 +15,14 @@ import numpy as np
 
 from latentstitch._core.extras import require
 from latentstitch.migrate._retrieval import check_metric
-from latentstitch.migrate.stores._protocol import BATCH_ROWS, StoreWriter, VectorStore, check_ids, unit_norm
+from latentstitch.migrate.stores._protocol import (
+    BATCH_ROWS,
+    StoreWriter,
+    VectorStore,
+    check_ids,
+    exact_batches,
+    unit_norm,
+)
 
 LANCE_METRICS = {"cosine": "cosine", "ip": "dot", "l2": "l2"}
 
@@ -43,24 +53,39 @@ class LanceStore(VectorStore):
         names = names or list(getattr(listed, "tables", listed))
         self.collection = _only(names, collection or (names[0] if path.suffix == ".lance" else None), self.error)
         self.table = self.db.open_table(self.collection)
-        arrow = self.table.to_arrow()
-        vector_columns = [f.name for f in arrow.schema if str(f.type).startswith("fixed_size_list")]
+        schema = self.table.schema
+        vector_columns = [f.name for f in schema if str(f.type).startswith("fixed_size_list")]
         if not vector_columns:
             raise self.error(f"table {self.collection!r} has no fixed-size vector column")
         self.vector_column = "vector" if "vector" in vector_columns else vector_columns[0]
         self.id_column = id_column or "id"
-        if self.id_column not in arrow.column_names:
+        if self.id_column not in schema.names:
             raise self.error(f"table {self.collection!r} has no id column {self.id_column!r} (--id-column)")
-        self.ids = arrow.column(self.id_column).to_numpy(zero_copy_only=False)
-        column = arrow.column(self.vector_column).combine_chunks()
-        self.count, self.dimension = len(arrow), column.type.list_size
-        self.vectors = column.flatten().to_numpy().astype(np.float32).reshape(self.count, self.dimension)
-        check_ids(self.ids, self.error)
-        self.metric = check_metric(metric, "metric") if metric else ("cosine" if unit_norm(self.vectors) else "ip")
+        self.count = self.table.count_rows()
+        self.dimension = schema.field(self.vector_column).type.list_size
+        ids = [batch.column(0).to_numpy(zero_copy_only=False) for batch in self._scan([self.id_column], BATCH_ROWS)]
+        check_ids(np.concatenate(ids) if ids else np.zeros(0, np.int64), self.error)
+        if metric:
+            self.metric = check_metric(metric, "metric")
+        else:
+            first = next(self.batches(4096), (None, np.zeros((0, self.dimension), np.float32)))[1]
+            self.metric = "cosine" if unit_norm(first) else "ip"
+
+    def _scan(self, columns: list[str], rows: int):
+        """The table's rows in scan order (the same on every read of an unchanged table), as record batches."""
+        return self.table.search().select(columns).limit(None).to_batches(rows)
 
     def batches(self, rows: int = BATCH_ROWS):
-        for start in range(0, self.count, rows):
-            yield self.ids[start : start + rows], self.vectors[start : start + rows]
+        def parts():
+            for batch in self._scan([self.id_column, self.vector_column], rows):
+                ids = batch.column(self.id_column).to_numpy(zero_copy_only=False)
+                column = batch.column(self.vector_column)
+                if column.null_count:
+                    raise self.error(f"table {self.collection!r} has {column.null_count} rows without a vector")
+                flat = column.flatten().to_numpy(zero_copy_only=False)
+                yield ids, flat.astype(np.float32, copy=False).reshape(len(ids), self.dimension)
+
+        return exact_batches(parts(), rows)
 
     def search(self, queries: np.ndarray, k: int) -> np.ndarray:
         out = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +87,33 @@ class StoreWriter:
 
     def close(self) -> None:
         pass
+
+
+def exact_batches(
+    batches: Iterable[tuple[np.ndarray, np.ndarray]], rows: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The same rows in batches of exactly ``rows`` (the last one shorter), whatever sizes ``batches`` yields: an
+    engine may cap its batches (Chroma's max batch size, Milvus' iterator) or cut them at its fragments (LanceDB).
+    Holds at most ``rows`` rows plus one of the engine's batches."""
+    held_ids: list[np.ndarray] = []
+    held_vectors: list[np.ndarray] = []
+    count = 0
+    for ids, vectors in batches:
+        ids, vectors = np.asarray(ids), np.asarray(vectors)
+        while len(ids):
+            take = min(rows - count, len(ids))
+            held_ids.append(ids[:take])
+            held_vectors.append(vectors[:take])
+            ids, vectors, count = ids[take:], vectors[take:], count + take
+            if count == rows:
+                yield _joined(held_ids), _joined(held_vectors)
+                held_ids, held_vectors, count = [], [], 0
+    if count:
+        yield _joined(held_ids), _joined(held_vectors)
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def check_ids(ids: np.ndarray, error: Callable[[str], Exception]) -> None:
