@@ -124,8 +124,8 @@ def _stale(row: dict) -> bool:
 def collect_runs(args) -> list[dict]:
     """Every (ordered pair, budget, seed) run: route rows from the cache, missing routes computed and cached."""
     from benchmarks._pairs.datasets import cache_dir, load_set
-    from benchmarks._pairs.pairs import split_pairs
     from benchmarks._pairs.library import KINDS, library_record
+    from benchmarks._pairs.pairs import split_pairs
     from benchmarks._pairs.runs import PairContext, anchor_rows, route_names, run_route
     from latentstitch._core.atomic import write_text
 
@@ -199,6 +199,7 @@ def collect_runs(args) -> list[dict]:
 
 def run(args) -> None:
     from benchmarks._pairs.pairs import split_pairs
+    from benchmarks._pairs.shipped import summary
     from benchmarks._pairs.study import study, table
     from latentstitch._core.atomic import write_text
 
@@ -210,7 +211,8 @@ def run(args) -> None:
         "split_rule": "per modality, pairs ordered by the SHA-256 of their name, alternating development / "
         "validation; both directions of a pair in one half; fixed before any result was seen",
         "notes": NOTES,
-        "study": study(runs),
+        "study": study([r for r in runs if r["routes"]]),
+        "shipped": summary(runs),
         "runs": runs,
     }
     out.mkdir(parents=True, exist_ok=True)

@@ -166,7 +166,7 @@ def route_figures(bridge, ctx, anchors, realise) -> list[dict]:
                     "seconds": time.perf_counter() - started,
                 }
             )
-        except Exception as error:  # noqa: BLE001 - a route that cannot refit is reported, not fatal
+        except Exception as error:
             rows.append({"route": row.route, "error": f"{type(error).__name__}: {error}"[:300]})
     return rows
 

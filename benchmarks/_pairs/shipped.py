@@ -60,7 +60,10 @@ def fit_figures(run: dict, kind: str) -> dict | None:
     value = fit["realised"][figure]
     top, top_route = best(run, figure)
     own = weaker_own(run, figure)
-    est = fit["estimate"]
+    from benchmarks._pairs.calibration import shipped_interval
+
+    run_time = fit["estimate"]
+    est = dict(zip(("value", "low", "high"), shipped_interval({**fit, "consumer": kind.split("/")[0]}), strict=True))
     truth = realised_unit(fit)
     return {
         "route": fit["route"],
@@ -73,13 +76,14 @@ def fit_figures(run: dict, kind: str) -> dict | None:
         "estimate": (est["value"], est["low"], est["high"]),
         "realised": truth,
         "covered": None if truth is None else bool(est["low"] - 1e-9 <= truth <= est["high"] + 1e-9),
+        "covered_run_time": None if truth is None else bool(run_time["low"] - 1e-9 <= truth <= run_time["high"] + 1e-9),
         "seconds": fit["seconds"],
     }
 
 
 def goals(runs: list[dict], kind: str) -> dict:
     """Share within 0.01 of the best, coverage, and per goal budget the directions (mean over seeds) meeting it."""
-    within, covered, directions, best_dirs = [], [], defaultdict(list), defaultdict(list)
+    within, covered, covered_old, directions, best_dirs = [], [], [], defaultdict(list), defaultdict(list)
     for run in runs:
         f = fit_figures(run, kind)
         if f is None:
@@ -87,6 +91,7 @@ def goals(runs: list[dict], kind: str) -> dict:
         within.append(f["within"])
         if f["covered"] is not None:
             covered.append(f["covered"])
+            covered_old.append(f["covered_run_time"])
         key = (run["source"], run["target"], run["item_set"], run["budget"])
         directions[key].append(f["ratio"])
         best_dirs[key].append(f["best_ratio"])
@@ -94,6 +99,7 @@ def goals(runs: list[dict], kind: str) -> dict:
         "runs": len(within),
         "within": float(np.mean(within)) if within else None,
         "coverage": float(np.mean(covered)) if covered else None,
+        "coverage_before": float(np.mean(covered_old)) if covered_old else None,
     }
     for budget, goal in GOAL.items():
         means = {k: float(np.mean(v)) for k, v in directions.items() if k[3] == budget}
@@ -122,3 +128,107 @@ def route_wins(runs: list[dict]) -> dict[str, dict[str, int]]:
                 if top - r["realised"][figure] <= TOLERANCE + 1e-12:
                     wins[r["route"]][figure] += 1
     return {route: dict(v) for route, v in wins.items()}
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return f"{value[0]}/{value[1]}"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def summary(runs: list[dict]) -> dict:
+    """Per half and fit kind, ``goals``; per half, ``route_wins``."""
+    out: dict = {}
+    for half in ("development", "validation"):
+        members = [r for r in runs if r["half"] == half and r.get("library")]
+        if members:
+            out[half] = {
+                "goals": {kind: goals(members, kind) for kind in JUDGED},
+                "route_wins": route_wins(members),
+            }
+    return out
+
+
+GOAL_COLUMNS = (
+    "runs",
+    "within",
+    "coverage",
+    "coverage_before",
+    "meeting_768",
+    "worst_768",
+    "best_meeting_768",
+    "meeting_100",
+    "worst_100",
+    "best_meeting_100",
+)
+
+
+def tables(runs: list[dict], study: dict) -> list[str]:
+    lines = ["## The shipped library (Bridge(consumer=...) as a user fits it)", ""]
+    lines += [
+        "Fit kinds: `<consumer>/auto` = `Bridge(consumer=c)` with its default routes, `/all` = with every route, "
+        "`/head` = `Bridge(consumer=c).fit(..., head=the target's trained head)`. Judged by: index -> Recall@10 "
+        "among all items, scaled_head -> macro-F1 of StandardScaler + LR, raw_head -> macro-F1 of LR on raw "
+        "vectors. `within`: share of runs whose pick is within 0.01 of the best route of the run; `coverage`: "
+        "share whose `estimate_` 90% interval (as `_estimate.estimate` computes it now, from the run's recorded "
+        "held-out hits) covers the realised figure in the estimate's units (Recall@10 among a pool of the estimate's "
+        "size; agreement with the head), `coverage_before`: the interval the library gave when the run was made "
+        "(bootstrap over items only); `meeting_B`: directions (mean over seeds) whose "
+        "pick keeps >= 0.95x (768) / 0.90x (100) of the weaker encoder's own figure (Recall@10: the figure "
+        "itself), `best_meeting_B`: the same for the best route.",
+        "",
+    ]
+    for half, part in study.items():
+        lines += [f"### {half.capitalize()} half", ""]
+        lines += ["| fit | " + " | ".join(GOAL_COLUMNS) + " |", "|---" * (len(GOAL_COLUMNS) + 1) + "|"]
+        for kind, g in part["goals"].items():
+            lines.append(f"| {kind} | " + " | ".join(_cell(g.get(c)) for c in GOAL_COLUMNS) + " |")
+        lines.append("")
+        wins = part["route_wins"]
+        lines += [
+            f"Routes best or within 0.01 of the best ({half}; cases = runs x consumer figures):",
+            "",
+            "| route | cases | recall10 | lr_f1 | lr_raw_f1 | mlp_f1 | total |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for route, w in sorted(wins.items(), key=lambda kv: -sum(v for k, v in kv[1].items() if k != "of")):
+            total = sum(v for k, v in w.items() if k != "of")
+            cells = " | ".join(str(w.get(f, 0)) for f in FIGURES)
+            lines.append(f"| {route} | {w.get('of', 0)} | {cells} | {total} |")
+        lines.append("")
+    lines += _direction_lines(runs)
+    return lines
+
+
+def _direction_lines(runs: list[dict]) -> list[str]:
+    groups: dict = defaultdict(list)
+    for run in runs:
+        if run.get("library"):
+            groups[(run["half"], run["item_set"], run["source"], run["target"], run["budget"])].append(run)
+    kinds = ("index/auto", "scaled_head/auto", "raw_head/auto", "scaled_head/head", "raw_head/head")
+    lines = [
+        "### Per direction (mean over seeds): pick, its figure / weaker own, best route / weaker own; "
+        "estimate [90% interval] vs realised (first seed)",
+        "",
+        "| half | source -> target (set) | anchors | seeds | " + " | ".join(kinds) + " |",
+        "|---" * (4 + len(kinds)) + "|",
+    ]
+    for (half, item_set, source, target, budget), members in sorted(groups.items()):
+        cells = []
+        for kind in kinds:
+            figures = [f for f in (fit_figures(r, kind) for r in members) if f is not None]
+            if not figures:
+                cells.append("-")
+                continue
+            f0 = figures[0]
+            ratio = np.mean([f["ratio"] for f in figures])
+            best_ratio = np.mean([f["best_ratio"] for f in figures])
+            v, lo, hi = f0["estimate"]
+            real = "-" if f0["realised"] is None else f"{f0['realised']:.3f}"
+            est = f"est {v:.3f} [{lo:.3f}, {hi:.3f}] vs {real}"
+            cells.append(f"{f0['route']} {ratio:.3f} / best {best_ratio:.3f}; {est}")
+        head = f"| {half[:3]} | {source} -> {target} ({item_set}) | {budget} | {len(members)} | "
+        lines.append(head + " | ".join(cells) + " |")
+    return [*lines, ""]
