@@ -121,6 +121,7 @@ def fit_record(bridge_cls, ctx, anchors, seed, consumer, routes, realise, head_n
     record = {
         "route": bridge.route_,
         "family": bridge.family_,
+        "selection_score": bridge.selection_score_,
         "params": {k: v for k, v in chosen.params.items() if isinstance(v, (int, float, str))},
         "estimate": bridge.estimate_.to_dict(),
         "seconds": seconds,
