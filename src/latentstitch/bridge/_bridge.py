@@ -126,7 +126,7 @@ class Bridge(Persistable, BaseEstimator):
     Parameters
     ----------
     routes : "auto", a route name, or a list of names
-        "auto": the routes of ``AUTO_ROUTES`` (ridge_raw, low_rank, procrustes, procrustes_scaled, relative,
+        "auto": the routes of ``AUTO_ROUTES`` (ridge_raw, low_rank, procrustes, procrustes_scaled,
         relative_centered, relative_robust, ensemble).
     cv : int
         Folds over the anchors (at least ``MIN_PER_FOLD`` = 5 anchors per fold).
