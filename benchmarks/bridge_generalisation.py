@@ -178,7 +178,10 @@ def collect_runs(args) -> list[dict]:
                             write_text(library_path, json.dumps(library))
                         if library is None and not path.exists():
                             continue
-                        own = (library or {}).get("own") or json.loads(path.read_text()).get("own", {})
+                        if library is not None:  # words pairs have no labels: their "own" is empty
+                            own = library.get("own", {})
+                        else:
+                            own = json.loads(path.read_text()).get("own", {})
                         runs.append(
                             {
                                 "half": half,
