@@ -85,14 +85,16 @@ def estimate(
     others = [np.asarray(r, dtype=np.float64) for r in rivals if np.size(r) == values.size]
     table = np.stack([values, *others])  # (routes, items), the chosen route first
     rng = np.random.default_rng([seed, 3])
-    starts = np.cumsum([0, *sizes[:-1]])
-    picked = rng.integers(0, len(sizes), size=(BOOTSTRAP, len(sizes)))
-    means = np.empty((BOOTSTRAP, len(table)))
-    for b in range(BOOTSTRAP):
-        rows = np.concatenate(
-            [starts[j] + rng.integers(0, sizes[j], size=sizes[j]) for j in picked[b] if sizes[j] > 0]
-        )
-        means[b] = table[:, rows].mean(axis=1)
+    starts, counts = np.cumsum([0, *sizes[:-1]]), np.asarray(sizes)
+    picked = rng.integers(0, len(sizes), size=(BOOTSTRAP, len(sizes)))  # folds drawn with replacement
+    width = int(counts.max())
+    # then, within each drawn fold, as many of its items drawn with replacement (slots past its size masked off)
+    offsets = (rng.random((BOOTSTRAP, len(sizes), width)) * counts[picked][:, :, None]).astype(np.int64)
+    keep = np.arange(width)[None, None, :] < counts[picked][:, :, None]
+    rows = np.where(keep, starts[picked][:, :, None] + offsets, 0).reshape(BOOTSTRAP, -1)
+    weights = keep.reshape(BOOTSTRAP, -1).astype(np.float64)
+    total = weights.sum(axis=1)
+    means = np.stack([(route[rows] * weights).sum(axis=1) / total for route in table], axis=1)  # (B, routes)
     tail = (1 - LEVEL) / 2
     low, high = np.quantile(means[:, 0], [tail, 1 - tail])
     # never narrower than a binomial share's Jeffreys interval (a bootstrap of all-hit items gives [1, 1])
