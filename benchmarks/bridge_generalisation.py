@@ -67,6 +67,17 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sets", default="", help="only the pairs of these item sets (comma-separated)")
     parser.add_argument("--fresh", action="store_true", help="recompute runs already in the cache")
     parser.add_argument(
+        "--fits",
+        default="",
+        help="the library fits to run per run (comma-separated kinds of benchmarks/_pairs/library.KINDS; default all)",
+    )
+    parser.add_argument(
+        "--route-scores",
+        action="store_true",
+        help="also compute the candidate-score rows (every route's label-free scores, the rule study) of runs that "
+        "lack them (slow; by default only cached ones are read)",
+    )
+    parser.add_argument(
         "--cached-only", action="store_true", help="report the runs already in the cache; compute nothing"
     )
 
@@ -88,6 +99,16 @@ def _load_cached(path: Path, fresh: bool) -> dict:
     return {row["route"]: row for row in data.get("routes", []) if isinstance(row, dict) and "route" in row}
 
 
+def _load_library(path: Path, fresh: bool) -> dict | None:
+    if fresh or not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "fits" in data else None
+
+
 def _stale(row: dict) -> bool:
     """A cached row without every candidate score (computed before a score was added): its scores are redone."""
     from benchmarks._pairs.scores import CANDIDATES
@@ -103,6 +124,7 @@ def _stale(row: dict) -> bool:
 def collect_runs(args) -> list[dict]:
     """Every (ordered pair, budget, seed) run: route rows from the cache, missing routes computed and cached."""
     from benchmarks._pairs.datasets import cache_dir, load_set
+    from benchmarks._pairs.library import KINDS, library_record
     from benchmarks._pairs.pairs import split_pairs
     from benchmarks._pairs.runs import PairContext, anchor_rows, route_names, run_route
     from latentstitch._core.atomic import write_text
@@ -131,23 +153,35 @@ def collect_runs(args) -> list[dict]:
                         path = _run_path(key)
                         rows = _load_cached(path, bool(getattr(args, "fresh", False)))
                         missing = [r for r in routes if r not in rows or _stale(rows[r])]
-                        if missing and getattr(args, "cached_only", False):
-                            if not rows:
-                                continue
+                        cached_only = getattr(args, "cached_only", False)
+                        if missing and (cached_only or not getattr(args, "route_scores", False)):
                             rows = {k: v for k, v in rows.items() if k not in missing}
                             missing = []
+                        anchors = anchor_rows(f"{pair.name}:{source}>{target}", budget, seed, items.train)
                         if missing:
                             ctx = ctx or PairContext(items, source, target)
-                            anchors = anchor_rows(f"{pair.name}:{source}>{target}", budget, seed, items.train)
                             for name in missing:
                                 rows[name] = run_route(name, ctx, anchors, seed, rows.get(name))
-                            own = ctx.own
                             path.parent.mkdir(parents=True, exist_ok=True)
-                            write_text(path, json.dumps({"key": key, "own": own, "routes": list(rows.values())}))
+                            write_text(path, json.dumps({"key": key, "own": ctx.own, "routes": list(rows.values())}))
                             print(f"{time.perf_counter() - started:7.0f}s {key}: {len(missing)} routes", flush=True)
-                        if not path.exists():
+                        library_path = path.with_name(path.stem + ".library.json")
+                        library = _load_library(library_path, bool(getattr(args, "fresh", False)))
+                        kinds = [k for k in str(getattr(args, "fits", "") or ",".join(KINDS)).split(",") if k]
+                        todo = [k for k in kinds if library is None or k not in library["fits"]]
+                        if todo and not cached_only:
+                            ctx = ctx or PairContext(items, source, target)
+                            print(f"{time.perf_counter() - started:7.0f}s {key}: library fits", flush=True)
+                            record = library_record(ctx, anchors, seed, routes, todo, library)
+                            library = {**record, "key": key, "own": ctx.own}
+                            library_path.parent.mkdir(parents=True, exist_ok=True)
+                            write_text(library_path, json.dumps(library))
+                        if library is None and not path.exists():
                             continue
-                        own = json.loads(path.read_text()).get("own", {})
+                        if library is not None:  # words pairs have no labels: their "own" is empty
+                            own = library.get("own", {})
+                        else:
+                            own = json.loads(path.read_text()).get("own", {})
                         runs.append(
                             {
                                 "half": half,
@@ -160,6 +194,7 @@ def collect_runs(args) -> list[dict]:
                                 "seed": seed,
                                 "own": own,
                                 "routes": [rows[r] for r in routes if r in rows],
+                                "library": library,
                             }
                         )
     return runs
@@ -167,6 +202,7 @@ def collect_runs(args) -> list[dict]:
 
 def run(args) -> None:
     from benchmarks._pairs.pairs import split_pairs
+    from benchmarks._pairs.shipped import summary
     from benchmarks._pairs.study import study, table
     from latentstitch._core.atomic import write_text
 
@@ -178,7 +214,8 @@ def run(args) -> None:
         "split_rule": "per modality, pairs ordered by the SHA-256 of their name, alternating development / "
         "validation; both directions of a pair in one half; fixed before any result was seen",
         "notes": NOTES,
-        "study": study(runs),
+        "study": study([r for r in runs if r["routes"]]),
+        "shipped": summary(runs),
         "runs": runs,
     }
     out.mkdir(parents=True, exist_ok=True)

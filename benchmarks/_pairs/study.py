@@ -145,6 +145,8 @@ def _cell(value) -> str:
 
 
 def table(results: dict) -> str:
+    from benchmarks._pairs.shipped import tables
+
     study_ = results["study"]
     lines = ["# Bridge generalisation: which label-free score predicts the consumer", ""]
     lines += [f"- {note}" for note in results.get("notes", [])]
@@ -179,8 +181,10 @@ def table(results: dict) -> str:
         "Chosen on the development half (per consumer): " + ", ".join(f"{c}: {r}" for c, r in study_["chosen"].items()),
         "",
     ]
-    lines += _direction_table(results["runs"], study_["chosen"])
-    lines += _run_table(results["runs"], study_["chosen"])
+    lines += tables(results["runs"], results.get("shipped", {}))
+    old = [r for r in results["runs"] if r["routes"]]
+    lines += _direction_table(old, study_["chosen"])
+    lines += _run_table(old, study_["chosen"])
     return "\n".join(lines) + "\n"
 
 

@@ -37,7 +37,8 @@ def test_rotation_scale_shift_and_noise_pick_a_translation_route_with_near_perfe
 @pytest.mark.parametrize("seed", SEEDS)
 def test_an_angle_preserving_nonlinear_map_picks_the_route_it_leaves_intact(seed):
     source, target, _ = angle_preserving_per_class(seed)
-    bridge = Bridge().fit(source, target)
+    # plain cosine relative is not in AUTO_ROUTES (it won no case of the generalisation benchmark's development half)
+    bridge = Bridge(routes=["auto", "relative"]).fit(source, target)
     # cosine relative representations are exactly invariant to this map: perfect retrieval
     assert _route(bridge, "relative").mrr[0] == pytest.approx(1.0)
     best = max(row.mrr[0] for row in bridge.routes_)

@@ -147,7 +147,9 @@ def test_the_quality_estimate_is_held_out_recall_with_an_interval_that_brackets_
     estimate = bridge.estimate_
     chosen = next(r for r in bridge.routes_ if r.chosen)
     assert estimate.metric == "recall@10" and estimate.pool == 400 and estimate.route == bridge.route_
-    assert estimate.low <= estimate.value <= estimate.high and estimate.value == pytest.approx(chosen.recall_at_k[0])
+    assert estimate.low <= estimate.value <= estimate.high
+    # the winner's curse of choosing on MRR of the same held-out items is removed: at most the held-out figure
+    assert chosen.recall_at_k[0] - 0.05 <= estimate.value <= chosen.recall_at_k[0] + 1e-12
     assert estimate.to_dict()["level"] == 0.9 and "Expected quality" in estimate.sentence()
 
 

@@ -29,7 +29,7 @@ from latentstitch.bridge._crossval import (
 )
 from latentstitch.bridge._diagnose import feature_notes
 from latentstitch.bridge._ensemble import ensemble_result
-from latentstitch.bridge._estimate import estimate, estimate_from_dict
+from latentstitch.bridge._estimate import SAME_ITEMS, estimate, estimate_from_dict
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._results import BudgetRow, budget_rows, route_scores
 from latentstitch.bridge._routes import RouteSpec, get_route, resolve_routes
@@ -124,7 +124,7 @@ class Bridge(Persistable, BaseEstimator):
     Parameters
     ----------
     routes : "auto", a route name, or a list of names
-        "auto": the routes of ``AUTO_ROUTES`` (ridge_raw, low_rank, procrustes, procrustes_scaled, relative,
+        "auto": the routes of ``AUTO_ROUTES`` (ridge_raw, low_rank, procrustes, procrustes_scaled,
         relative_centered, relative_robust, ensemble).
     cv : int
         Folds over the anchors (at least ``MIN_PER_FOLD`` = 5 anchors per fold).
@@ -307,11 +307,16 @@ class Bridge(Persistable, BaseEstimator):
             row.chosen = row is chosen_row
         self.route_, self.family_ = chosen_row.route, chosen_row.family
         self.budget_ = budget
-        if anchors.head is not None:
-            per_item, metric = chosen.items["agreement"], "agreement"
-        else:
-            per_item, metric = chosen.items["hit_k"], f"recall@{anchors.pool.k}"
-        self.estimate_ = estimate(per_item, metric, self.route_, anchors.pool.size, self.seed)
+        key = "agreement" if anchors.head is not None else "hit_k"
+        metric = "agreement" if anchors.head is not None else f"recall@{anchors.pool.k}"
+        # the other routes compared on the same items: the estimate removes the winner's curse of that choice
+        rivals = [
+            r.items[key]
+            for r in results
+            if r is not chosen and r.items is not None and key in r.items and anchors.primary in SAME_ITEMS
+        ]
+        folds = [len(q) for q in anchors.queries]
+        self.estimate_ = estimate(chosen.items[key], metric, self.route_, anchors.pool.size, self.seed, folds, rivals)
         return chosen
 
     def _say(self, results: list[RouteResult], anchors: Anchors, unconverged: int) -> None:

@@ -1,0 +1,235 @@
+"""What the shipped library achieves per run (``_pairs/library.py`` records): the pick of ``Bridge(consumer=c)``
+against the best route and the weaker encoder's own score, and whether ``estimate_``'s 90% interval covers what
+the pick realises on the test items.
+
+Each fit kind is judged by the figure of the consumer it is meant for (``JUDGED``); its estimate by the realised
+figure in the estimate's own units (``recall_pool`` for Recall@k among the estimate's pool; ``agreement`` with a
+head). "Best route" is the best realised figure of any route of the run (every route refitted with the
+parameters the library chose, and every pick).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+#: fit kind -> the consumer figure that judges it.
+JUDGED = {
+    "index/auto": "recall10",
+    "index/all": "recall10",
+    "scaled_head/auto": "lr_f1",
+    "scaled_head/all": "lr_f1",
+    "scaled_head/head": "lr_f1",
+    "raw_head/auto": "lr_raw_f1",
+    "raw_head/all": "lr_raw_f1",
+    "raw_head/head": "lr_raw_f1",
+}
+GOAL = {768: 0.95, 100: 0.90}
+TOLERANCE = 0.01
+FIGURES = ("recall10", "lr_f1", "lr_raw_f1", "mlp_f1")
+
+
+def weaker_own(run: dict, figure: str) -> float:
+    if figure == "recall10":
+        return 1.0
+    own = run.get("own") or {}
+    values = [own[side][figure] for side in ("source", "target") if figure in own.get(side, {})]
+    return min(values) if values else float("nan")
+
+
+def best(run: dict, figure: str) -> tuple[float, str]:
+    lib = run["library"]
+    candidates = [(r["realised"][figure], r["route"]) for r in lib["routes"] if figure in r.get("realised", {})]
+    candidates += [(f["realised"][figure], f["route"]) for f in lib["fits"].values() if figure in f["realised"]]
+    return max(candidates) if candidates else (float("nan"), "-")
+
+
+def realised_unit(fit: dict) -> float | None:
+    return fit["realised"].get("agreement" if fit["estimate"]["metric"] == "agreement" else "recall_pool")
+
+
+def fit_figures(run: dict, kind: str) -> dict | None:
+    lib = run.get("library")
+    if not lib or kind not in lib["fits"]:
+        return None
+    figure = JUDGED[kind]
+    fit = lib["fits"][kind]
+    if figure not in fit["realised"]:
+        return None
+    value = fit["realised"][figure]
+    top, top_route = best(run, figure)
+    own = weaker_own(run, figure)
+    from benchmarks._pairs.calibration import interval, shipped_interval
+
+    run_time = dict(zip(("value", "low", "high"), interval("items", fit), strict=True))  # the estimate before
+    est = dict(zip(("value", "low", "high"), shipped_interval({**fit, "consumer": kind.split("/")[0]}), strict=True))
+    truth = realised_unit(fit)
+    return {
+        "route": fit["route"],
+        "figure": value,
+        "ratio": value / own,
+        "best": top,
+        "best_route": top_route,
+        "best_ratio": top / own,
+        "within": bool(top - value <= TOLERANCE + 1e-12),
+        "estimate": (est["value"], est["low"], est["high"]),
+        "realised": truth,
+        "covered": None if truth is None else bool(est["low"] - 1e-9 <= truth <= est["high"] + 1e-9),
+        "covered_run_time": None if truth is None else bool(run_time["low"] - 1e-9 <= truth <= run_time["high"] + 1e-9),
+        "seconds": fit["seconds"],
+    }
+
+
+def goals(runs: list[dict], kind: str) -> dict:
+    """Share within 0.01 of the best, coverage, and per goal budget the directions (mean over seeds) meeting it."""
+    within, covered, covered_old, directions, best_dirs = [], [], [], defaultdict(list), defaultdict(list)
+    for run in runs:
+        f = fit_figures(run, kind)
+        if f is None:
+            continue
+        within.append(f["within"])
+        if f["covered"] is not None:
+            covered.append(f["covered"])
+            covered_old.append(f["covered_run_time"])
+        key = (run["source"], run["target"], run["item_set"], run["budget"])
+        directions[key].append(f["ratio"])
+        best_dirs[key].append(f["best_ratio"])
+    out = {
+        "runs": len(within),
+        "within": float(np.mean(within)) if within else None,
+        "coverage": float(np.mean(covered)) if covered else None,
+        "coverage_before": float(np.mean(covered_old)) if covered_old else None,
+    }
+    for budget, goal in GOAL.items():
+        means = {k: float(np.mean(v)) for k, v in directions.items() if k[3] == budget}
+        if means:
+            out[f"meeting_{budget}"] = [sum(m >= goal for m in means.values()), len(means)]
+            out[f"worst_{budget}"] = min(means.values())
+            bests = [float(np.mean(best_dirs[k])) for k in means]
+            out[f"best_meeting_{budget}"] = [sum(m >= goal for m in bests), len(bests)]
+    return out
+
+
+def route_wins(runs: list[dict]) -> dict[str, dict[str, int]]:
+    """Per route: in how many (run, consumer figure) cases it is the best or within 0.01 of the best route."""
+    wins: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for run in runs:
+        lib = run.get("library")
+        if not lib:
+            continue
+        for figure in FIGURES:
+            rows = [r for r in lib["routes"] if figure in r.get("realised", {})]
+            if not rows:
+                continue
+            top = max(r["realised"][figure] for r in rows)
+            for r in rows:
+                wins[r["route"]]["of"] += 1
+                if top - r["realised"][figure] <= TOLERANCE + 1e-12:
+                    wins[r["route"]][figure] += 1
+    return {route: dict(v) for route, v in wins.items()}
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return f"{value[0]}/{value[1]}"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def summary(runs: list[dict]) -> dict:
+    """Per half and fit kind, ``goals``; per half, ``route_wins``."""
+    out: dict = {}
+    for half in ("development", "validation"):
+        members = [r for r in runs if r["half"] == half and r.get("library")]
+        if members:
+            out[half] = {
+                "goals": {kind: goals(members, kind) for kind in JUDGED},
+                "route_wins": route_wins(members),
+            }
+    return out
+
+
+GOAL_COLUMNS = (
+    "runs",
+    "within",
+    "coverage",
+    "coverage_before",
+    "meeting_768",
+    "worst_768",
+    "best_meeting_768",
+    "meeting_100",
+    "worst_100",
+    "best_meeting_100",
+)
+
+
+def tables(runs: list[dict], study: dict) -> list[str]:
+    lines = ["## The shipped library (Bridge(consumer=...) as a user fits it)", ""]
+    lines += [
+        "Fit kinds: `<consumer>/auto` = `Bridge(consumer=c)` with its default routes, `/all` = with every route, "
+        "`/head` = `Bridge(consumer=c).fit(..., head=the target's trained head)`. Judged by: index -> Recall@10 "
+        "among all items, scaled_head -> macro-F1 of StandardScaler + LR, raw_head -> macro-F1 of LR on raw "
+        "vectors. `within`: share of runs whose pick is within 0.01 of the best route of the run; `coverage`: "
+        "share whose `estimate_` 90% interval (as `_estimate.estimate` computes it now, from the run's recorded "
+        "held-out hits) covers the realised figure in the estimate's units (Recall@10 among a pool of the estimate's "
+        "size; agreement with the head), `coverage_before`: the interval the library gave before this change "
+        "(percentile bootstrap over the held-out items only, recomputed from the same hits); `meeting_B`: "
+        "directions (mean over seeds) whose pick keeps >= 0.95x (768) / 0.90x (100) of the weaker encoder's own "
+        "figure (Recall@10: the figure "
+        "itself), `best_meeting_B`: the same for the best route.",
+        "",
+    ]
+    for half, part in study.items():
+        lines += [f"### {half.capitalize()} half", ""]
+        lines += ["| fit | " + " | ".join(GOAL_COLUMNS) + " |", "|---" * (len(GOAL_COLUMNS) + 1) + "|"]
+        for kind, g in part["goals"].items():
+            lines.append(f"| {kind} | " + " | ".join(_cell(g.get(c)) for c in GOAL_COLUMNS) + " |")
+        lines.append("")
+        wins = part["route_wins"]
+        lines += [
+            f"Routes best or within 0.01 of the best ({half}; cases = runs x consumer figures):",
+            "",
+            "| route | cases | recall10 | lr_f1 | lr_raw_f1 | mlp_f1 | total |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for route, w in sorted(wins.items(), key=lambda kv: -sum(v for k, v in kv[1].items() if k != "of")):
+            total = sum(v for k, v in w.items() if k != "of")
+            cells = " | ".join(str(w.get(f, 0)) for f in FIGURES)
+            lines.append(f"| {route} | {w.get('of', 0)} | {cells} | {total} |")
+        lines.append("")
+    lines += _direction_lines(runs)
+    return lines
+
+
+def _direction_lines(runs: list[dict]) -> list[str]:
+    groups: dict = defaultdict(list)
+    for run in runs:
+        if run.get("library"):
+            groups[(run["half"], run["item_set"], run["source"], run["target"], run["budget"])].append(run)
+    kinds = ("index/auto", "scaled_head/auto", "raw_head/auto", "scaled_head/head", "raw_head/head")
+    lines = [
+        "### Per direction (mean over seeds): pick, its figure / weaker own, best route / weaker own; "
+        "estimate [90% interval] vs realised (first seed)",
+        "",
+        "| half | source -> target (set) | anchors | seeds | " + " | ".join(kinds) + " |",
+        "|---" * (4 + len(kinds)) + "|",
+    ]
+    for (half, item_set, source, target, budget), members in sorted(groups.items()):
+        cells = []
+        for kind in kinds:
+            figures = [f for f in (fit_figures(r, kind) for r in members) if f is not None]
+            if not figures:
+                cells.append("-")
+                continue
+            f0 = figures[0]
+            ratio = np.mean([f["ratio"] for f in figures])
+            best_ratio = np.mean([f["best_ratio"] for f in figures])
+            v, lo, hi = f0["estimate"]
+            real = "-" if f0["realised"] is None else f"{f0['realised']:.3f}"
+            est = f"est {v:.3f} [{lo:.3f}, {hi:.3f}] vs {real}"
+            cells.append(f"{f0['route']} {ratio:.3f} / best {best_ratio:.3f}; {est}")
+        head = f"| {half[:3]} | {source} -> {target} ({item_set}) | {budget} | {len(members)} | "
+        lines.append(head + " | ".join(cells) + " |")
+    return [*lines, ""]
