@@ -201,8 +201,8 @@ def measure_case(
     if value == "zero_row_x" and n > 2 and name in NEIGHBOUR_MEASURES:
         invalid = True
     if option is not None:
-        # a bad option; any other fault of the same input may be the one reported
-        names = [option[0], *names] if invalid else [option[0]]
+        # a bad option; any other fault of the same input (constant x included) may be the one reported
+        names = [option[0], *names] if invalid or value == "constant_x" else [option[0]]
         invalid = True
     owner = SCALE_SAFETY if (scale != 1 and name in SCALE_SAFETY_MEASURES) else None
     if scale != 1 and not invalid:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import pytest
 from contract_cases import ACCEPTABLE, run_case
 from contract_grid import (
@@ -27,7 +28,7 @@ from contract_grid import (
 )
 from contract_grid_io import io_cases
 from contract_registry import ESTIMATORS, MEASURES, SIMILARITIES
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 # Scale-safety cases (overflow/underflow in the kernels of the issue-21 branch) that fail on this branch. When the
@@ -99,6 +100,10 @@ def measure_inputs(draw):
 
 @settings(max_examples=4 * EXAMPLES, deadline=None)
 @given(measure_inputs())
+@example(  # constant x with a constant confounder: the error names x, the first fault
+    {"name": "deconfounded_cka", "container": "list", "dtype": "float64", "shape": "base", "value": "constant_x"}
+    | {"option": ("confounder", np.ones((40, 3)))}
+)
 def test_measures(spec):
     from contract_grid import measure_case
 
