@@ -31,6 +31,11 @@ def test_a_fast_path_bridges_held_out_anchors_as_the_estimator_fitted_on_the_fol
     anchors = Anchors(source, target, np.array_split(np.random.default_rng(1).permutation(shape[0]), 4), 0)
     fold = anchors.fold(1, np.concatenate([anchors.parts[j] for j in (0, 2, 3)]))
     spec = get_route(name)
+    if name.startswith("procrustes") and len(fold.train) <= min(shape[1:]):
+        # not unique: the minimum-norm polar factor maps the directions no training anchor spans to zero, while the
+        # estimator the bridge fits completes them arbitrarily: the path declines and the folds fit the estimator
+        assert spec.path(fold) is None
+        return
     candidates = dict((repr(sorted(params.items())), out) for params, out in spec.path(fold))
     params = _PARAMS.get(name, {})
     fast = candidates[repr(sorted(params.items()))]
@@ -38,15 +43,6 @@ def test_a_fast_path_bridges_held_out_anchors_as_the_estimator_fitted_on_the_fol
         warnings.simplefilter("ignore", RankDeficiencyWarning)  # expected with fewer anchors than features
         estimator = spec.build(**params).fit(source[fold.train], target[fold.train])
     slow = torch.as_tensor(estimator.transform(source[fold.queries]))
-    if name.startswith("procrustes") and shape[0] < shape[1]:
-        # not unique: the estimator completes the directions no training anchor spans arbitrarily, the fast path
-        # maps them to zero; both agree on the spanned part (the training anchors themselves)
-        train = torch.as_tensor(estimator.transform(source[fold.train]))
-        fold.queries = fold.train
-        fold._bases.clear()
-        fast_train = dict((repr(sorted(p.items())), o) for p, o in spec.path(fold))[repr(sorted(params.items()))]
-        torch.testing.assert_close(fast_train, train, rtol=1e-6, atol=1e-6)
-        return
     torch.testing.assert_close(fast, slow, rtol=1e-6, atol=1e-6)
 
 
@@ -174,9 +170,10 @@ def test_float32_anchors_take_the_fast_path_in_float32_within_float32_rounding(n
     source, target = (x.astype(np.float32) for x in _pair(3, *shape))
     anchors = Anchors(source, target, np.array_split(np.random.default_rng(1).permutation(shape[0]), 4), 0)
     fold = anchors.fold(1, np.concatenate([anchors.parts[j] for j in (0, 2, 3)]))
-    if name.startswith("procrustes") and shape[0] < shape[1]:
-        fold.queries = fold.train  # only the spanned part is unique (see the float64 test)
     spec = get_route(name)
+    if name.startswith("procrustes") and len(fold.train) <= min(shape[1:]):
+        assert spec.path(fold) is None  # not unique: the folds fit the estimator (see the float64 test)
+        return
     params = _PARAMS.get(name, {})
     fast = dict((repr(sorted(p.items())), o) for p, o in spec.path(fold))[repr(sorted(params.items()))]
     with warnings.catch_warnings():

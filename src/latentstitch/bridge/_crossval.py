@@ -210,8 +210,9 @@ def _subset_scores(spec: RouteSpec, anchors: Anchors, fold: Fold, k: int, output
 
 
 def _candidates(spec: RouteSpec, anchors: Anchors, fold: Fold) -> tuple[list[Candidate], bool]:
-    if spec.path is not None:
-        return spec.path(fold), False
+    fast = spec.path(fold) if spec.path is not None else None
+    if fast is not None:  # a path may decline a fold (None): the estimator is fitted instead
+        return fast, False
     estimator, warned = fit_fold(spec, anchors, fold.train)
     queries = take_rows(anchors.source, fold.queries)
     if spec.family == "translation":

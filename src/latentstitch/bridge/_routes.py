@@ -79,7 +79,8 @@ def register_route(
     ``auto=True`` adds it to the routes ``Bridge(routes="auto")`` tries (``AUTO_ROUTES`` lists the built-in ones).
     ``path(fold)``, optional: a fast path for cross-validation reading the fold's shared decompositions
     (``latentstitch.bridge._folds``), returning ``[(params, output), ...]``: one entry per parameter setting, with
-    ``factory(**params)`` the estimator it stands for; without one, the route is fitted on every fold."""
+    ``factory(**params)`` the estimator it stands for, or ``None`` to decline a fold; without one (or declined), the
+    route is fitted on every fold."""
     if family not in FAMILIES:
         raise ValueError(f"family: expected one of {', '.join(map(repr, FAMILIES))}; got {family!r}")
     if not isinstance(name, str) or not name or name == "auto":
@@ -130,6 +131,10 @@ def resolve_routes(routes: str | Sequence[str]) -> list[RouteSpec]:
         ):
             specs.setdefault(spec.name, spec)
     return list(specs.values())
+
+
+#: Routes fitting an orthogonal map: not unique with no more anchors than features, so "auto" leaves them out there.
+ORTHOGONAL_ROUTES = ("procrustes", "procrustes_scaled", "generalized_procrustes")
 
 
 # --- the built-in routes ---------------------------------------------------------------------------------------
