@@ -28,7 +28,16 @@ eigendecompositions and products run on numpy's LAPACK/BLAS (1.25x and 1.8x torc
 equations are formed once per fold. What is left (5,000 x 768, about 4.4 s): two float64 eigendecompositions per
 fold for the Procrustes routes (~0.85 s), the three relative routes' products (~1.0 s), scoring 1,000 held-out
 anchors per route against all 5,000 target vectors (~0.8 s), the ridge basis and low-rank subspace (~0.55 s), and
-the chosen route's refit on all anchors (~0.35 s, one floor). Neither size meets the 3 s target yet.
+the chosen route's refit on all anchors (~0.35 s, one floor).
+
+Then (main after the bridgestudy2 merge): plain ``relative`` left ``AUTO_ROUTES`` (it won no development case of
+``bridge_generalisation``) and "auto" leaves the orthogonal routes out when a fold's anchors do not fix their map
+(614 training anchors for 1,280 features: their folds would otherwise have to fit the estimator, 4.4 s each):
+
+    5,000 x 768 -> 768    3.96 s; floor 0.40 s;  9.9x   (7 routes; 3 s target missed, 10x met)
+    768 x 1280 -> 1280    1.87 s; floor 0.62 s;  3.0x   (5 routes; both targets met)
+
+No GPU figure (``--device cuda`` untested: no device was lent to this task).
 """
 
 from __future__ import annotations
