@@ -155,19 +155,3 @@ def test_within_translation_the_closest_to_the_target_vectors_wins(rng):
     rows = {row.route: row for row in bridge.routes_}
     assert bridge.route_ == "ridge_raw" and rows["ridge_raw"].r2[0] > rows["procrustes_scaled"].r2[0]
     assert rows["ridge_raw"].knn_jaccard[0] > rows["procrustes_scaled"].knn_jaccard[0]
-
-
-def test_auto_leaves_out_orthogonal_routes_whose_map_the_anchors_do_not_fix(rng):
-    source = rng.normal(size=(50, 64))  # 40 training anchors per fold for 64 (and 48) features
-    target = np.tanh(source @ rng.normal(size=(64, 48)) / 8)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        auto = Bridge().fit(source, target)
-        named = Bridge(routes=["auto", "procrustes"]).fit(source, target)
-        enough = Bridge().fit(source[:, :8], target[:, :8])  # 40 anchors per fold for 8 features
-    tried = {row.route for row in auto.routes_}
-    assert not tried & {"procrustes", "procrustes_scaled"} and "ridge_raw" in tried
-    assert any(note.startswith("Not tried: procrustes, procrustes_scaled: with about 40") for note in auto.notes_)
-    assert "procrustes" in {row.route for row in named.routes_}
-    assert "procrustes_scaled" not in {row.route for row in named.routes_}
-    assert {"procrustes", "procrustes_scaled"} <= {row.route for row in enough.routes_}

@@ -32,7 +32,7 @@ from latentstitch.bridge._ensemble import ensemble_result
 from latentstitch.bridge._estimate import SAME_ITEMS, estimate, estimate_from_dict
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._results import BudgetRow, budget_rows, route_scores
-from latentstitch.bridge._routes import ORTHOGONAL_ROUTES, RouteSpec, get_route, resolve_routes
+from latentstitch.bridge._routes import RouteSpec, get_route, resolve_routes
 from latentstitch.bridge._scale import anchor_scale, check_scale, head_at_scale, rescale
 from latentstitch.bridge._scores import predictions
 from latentstitch.bridge._select import CONSUMER_SCORES, CONSUMERS, rule_sentence, select_route
@@ -237,7 +237,6 @@ class Bridge(Persistable, BaseEstimator):
         specs = resolve_routes(self.routes)
         check_route_methods(specs)
         anchors = self._anchors(source, target, head, source_ids, target_ids)
-        specs = self._unique_maps_only(specs, anchors)
         results, budget, unconverged = self._cross_validate(specs, anchors, progress)
         chosen = self._choose(results, budget, anchors)
         self._say(results, anchors, unconverged)
@@ -267,23 +266,6 @@ class Bridge(Persistable, BaseEstimator):
         anchors = Anchors(source, target, parts, self.seed, head, reference, CONSUMER_SCORES[self.consumer])
         self._warn_inputs(s, t, anchors)
         return anchors
-
-    def _unique_maps_only(self, specs: list[RouteSpec], anchors: Anchors) -> list[RouteSpec]:
-        """ "auto" leaves out the orthogonal routes when a fold's anchors do not fix their map (no more training
-        anchors than the smaller width): the arbitrary completion of the unspanned directions scores far below the
-        other routes there (results/bridge/generalisation). Routes named in ``routes`` are always tried."""
-        named = {self.routes} if isinstance(self.routes, str) else set(self.routes)
-        width = min(self.n_features_source_, self.n_features_target_)
-        if "auto" not in named or anchors.n_train > width:
-            return specs
-        left = [s.name for s in specs if s.name in ORTHOGONAL_ROUTES and s.name not in named]
-        if left:
-            self._input_notes.append(
-                f"Not tried: {', '.join(left)}: with about {anchors.n_train} training anchors per fold for {width} "
-                "features an orthogonal map is not unique (the directions no anchor spans are completed "
-                "arbitrarily); name them in routes= to try them anyway, or give more anchors than features."
-            )
-        return [s for s in specs if s.name not in left]
 
     def _warn_inputs(self, s: Any, t: Any, anchors: Anchors) -> None:
         """Say (``BridgeWarning``, and later in ``notes_``) what makes the scores less trustworthy than they look:

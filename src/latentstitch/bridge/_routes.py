@@ -133,10 +133,6 @@ def resolve_routes(routes: str | Sequence[str]) -> list[RouteSpec]:
     return list(specs.values())
 
 
-#: Routes fitting an orthogonal map: not unique with no more anchors than features, so "auto" leaves them out there.
-ORTHOGONAL_ROUTES = ("procrustes", "procrustes_scaled", "generalized_procrustes")
-
-
 # --- the built-in routes ---------------------------------------------------------------------------------------
 #: The routes ``Bridge(routes="auto")`` tries: set from ``python -m benchmarks bridge_generalisation`` (a route that
 #: wins nowhere there is not tried). Evidence (results/bridge/generalisation, "The shipped library", development half:
