@@ -31,11 +31,17 @@ anchors per route against all 5,000 target vectors (~0.8 s), the ridge basis and
 the chosen route's refit on all anchors (~0.35 s, one floor).
 
 Then (main after the bridgestudy2 merge): plain ``relative`` left ``AUTO_ROUTES`` (it won no development case of
-``bridge_generalisation``) and "auto" leaves the orthogonal routes out when a fold's anchors do not fix their map
-(614 training anchors for 1,280 features: their folds would otherwise have to fit the estimator, 4.4 s each):
+``bridge_generalisation``), and the Procrustes routes' folds fit the estimator itself where the anchors do not fix
+the orthogonal map (no more training anchors than features: 614 for 1,280 here); the fast path had scored the
+minimum-norm polar factor there, a different map from the one the bridge then fitted (a head's agreement 0.34 vs
+0.13 on a development pair):
 
-    5,000 x 768 -> 768    3.96 s; floor 0.40 s;  9.9x   (7 routes; 3 s target missed, 10x met)
-    768 x 1280 -> 1280    1.87 s; floor 0.62 s;  3.0x   (5 routes; both targets met)
+    5,000 x 768 -> 768    4.09 s; floor 0.41 s;  9.7x   (3 s target missed, 10x met)
+    768 x 1280 -> 1280    9.53 s; floor 0.61 s; 15.5x   (both missed: 3.9 s per Procrustes route, 5 estimator fits)
+
+(Leaving the two routes out of "auto" there gave 1.87 s / 3.0x but a worse pick on the development half: the index
+pick within 0.01 of the best route in 0.833 of runs vs 0.917.) A fast path with the estimator's semantics (an
+orthogonal completion of the unspanned directions) would bring the 768 x 1280 figure back near 2 s.
 
 No GPU figure (``--device cuda`` untested: no device was lent to this task).
 """
