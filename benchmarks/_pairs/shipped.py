@@ -14,6 +14,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from benchmarks._pairs.study import table_cell as _cell
+
 #: fit kind -> the consumer figure that judges it.
 JUDGED = {
     "index/auto": "recall10",
@@ -128,14 +130,6 @@ def route_wins(runs: list[dict]) -> dict[str, dict[str, int]]:
                 if top - r["realised"][figure] <= TOLERANCE + 1e-12:
                     wins[r["route"]][figure] += 1
     return {route: dict(v) for route, v in wins.items()}
-
-
-def _cell(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, list):
-        return f"{value[0]}/{value[1]}"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def summary(runs: list[dict]) -> dict:

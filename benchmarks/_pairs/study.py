@@ -136,7 +136,7 @@ def study(runs: list[dict]) -> dict:
     return out
 
 
-def _cell(value) -> str:
+def table_cell(value) -> str:
     if value is None:
         return "-"
     if isinstance(value, list):
@@ -175,7 +175,7 @@ def table(results: dict) -> str:
                 "|---" * (len(columns) + 1) + "|",
             ]
             for rule, s in rules.items():
-                lines.append(f"| {rule} | " + " | ".join(_cell(s.get(c)) for c in columns) + " |")
+                lines.append(f"| {rule} | " + " | ".join(table_cell(s.get(c)) for c in columns) + " |")
             lines.append("")
     lines += [
         "Chosen on the development half (per consumer): " + ", ".join(f"{c}: {r}" for c, r in study_["chosen"].items()),
