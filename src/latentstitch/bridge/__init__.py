@@ -18,7 +18,8 @@ TARGET -o bridge.safetensors`` and ``latentstitch bridge apply bridge.safetensor
 ``latentstitch.embeddings``.
 """
 
-from latentstitch.bridge._bridge import CLEAR_Z, MIN_PER_FOLD, SELECTION_RULE, Bridge, BridgeWarning
+from latentstitch.bridge._bridge import Bridge, BridgeWarning
+from latentstitch.bridge._crossval import CLEAR_Z, MIN_PER_FOLD
 from latentstitch.bridge._ensemble import ENSEMBLE_SIZE, StackedRoute
 from latentstitch.bridge._estimate import QualityEstimate
 from latentstitch.bridge._head import LinearHead
@@ -39,6 +40,7 @@ from latentstitch.bridge._select import (
     CONSUMER_SCORES,
     CONSUMERS,
     SELECTABLE,
+    SELECTION_RULE,
     SELECTION_SCORE,
     rule_sentence,
     select_route,

@@ -19,7 +19,6 @@ from latentstitch._core.persist import Persistable
 from latentstitch._core.progress import progress_bar
 from latentstitch.bridge._budget import anchor_budget, budget_counts, usable_counts
 from latentstitch.bridge._crossval import (
-    CLEAR_Z,
     MIN_PER_FOLD,
     Anchors,
     RouteResult,
@@ -27,7 +26,7 @@ from latentstitch.bridge._crossval import (
     matched_order,
     pass_through,
 )
-from latentstitch.bridge._diagnose import feature_notes
+from latentstitch.bridge._diagnose import fit_notes
 from latentstitch.bridge._ensemble import ensemble_result
 from latentstitch.bridge._estimate import SAME_ITEMS, estimate, estimate_from_dict
 from latentstitch.bridge._head import LinearHead
@@ -35,7 +34,14 @@ from latentstitch.bridge._results import BudgetRow, budget_rows, route_scores
 from latentstitch.bridge._routes import RouteSpec, get_route, resolve_routes
 from latentstitch.bridge._scale import anchor_scale, check_scale, head_at_scale, rescale
 from latentstitch.bridge._scores import predictions
-from latentstitch.bridge._select import CONSUMER_SCORES, CONSUMERS, rule_sentence, select_route
+from latentstitch.bridge._select import (
+    CONSUMER_SCORES,
+    CONSUMERS,
+    LEGACY_RULES,
+    SELECTION_RULE,
+    rule_sentence,
+    select_route,
+)
 from latentstitch.bridge._validate import (
     as_anchor_array,
     check_class_labels,
@@ -45,32 +51,6 @@ from latentstitch.bridge._validate import (
     input_notes,
 )
 from latentstitch.distributed._arrays import is_dask_array, map_rows
-
-SELECTION_RULE = (
-    "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold, each held-out anchor "
-    "against every target vector given. Eligible: the routes clearly better than shuffled pairs (pooled held-out "
-    "MRR at least 3 standard errors above the MRR of shuffled pairs, H_N/N; when none is, every route, and a "
-    "warning says the bridge is not reliable). {rule} A route's own parameter (ridge penalty, rank) is chosen on "
-    "the same score."
-)
-
-
-#: The rule of the versions before ``select_route``, for bridges they saved.
-_LEGACY_RULES = {
-    False: "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. Eligible: the "
-    "routes clearly better than shuffled pairs (pooled held-out MRR at least 3 standard errors above the MRR of "
-    "shuffled pairs, H_n/n; when none is, every route, and a warning says the bridge is not reliable). Family: "
-    "translation (the old model's consumer is reused as it is), unless the best relative route's held-out "
-    "reciprocal ranks beat the best translation route's by more than 2 standard errors, paired over the anchors "
-    "(the relation is not close to linear). Within translation, the highest mean held-out R^2 (the bridged vector "
-    "closest to the true target vector, which is what a fixed head or index reads); within relative, the highest "
-    "mean MRR. Ties: the higher MRR, then the order of the route list.",
-    True: "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. Eligible: the "
-    "routes clearly better than shuffled pairs (pooled held-out MRR at least 3 standard errors above the MRR of "
-    "shuffled pairs, H_n/n; when none is, every route, and a warning says the bridge is not reliable). The highest "
-    "mean held-out prediction agreement with the head, over both families (ties: the higher MRR, then the order of "
-    "the route list).",
-}
 
 #: Warnings a bridge's cross-validation expects from its fits: counted and said once in words, not shown per fit.
 _EXPECTED = (RankDeficiencyWarning, ConvergenceWarning)
@@ -321,43 +301,9 @@ class Bridge(Persistable, BaseEstimator):
 
     def _say(self, results: list[RouteResult], anchors: Anchors, unconverged: int) -> None:
         """Everything worth saying about the fit, once, in words: in ``notes_`` and one ``BridgeWarning``."""
-        warn = []
-        self.notes_ += feature_notes(anchors)
-        deficient = {r.score.route: r.rank_deficient for r in results if r.rank_deficient}
-        if deficient and anchors.n_train < max(self.n_features_source_, self.n_features_target_):
-            names = ", ".join(f"{name} ({count} fits)" for name, count in deficient.items())
-            self.notes_.append(
-                f"Rank deficiency while cross-validating: {names}. With about {anchors.n_train} training anchors per "
-                f"fold for {self.n_features_source_} source / {self.n_features_target_} target features, these maps "
-                "are not unique and one optimum was used; routes with a regularised or scale-free solution (ridge, "
-                "relative) are not affected. More anchors than features remove it."
-            )
-            warn.append(self.notes_[-1])
-        for row in self.routes_:
-            if row.error:
-                self.notes_.append(f"Route {row.route} could not be fitted: {row.error}")
-        if not self.reliable_:
-            best = max((r for r in self.routes_ if not r.error), key=lambda r: r.z)
-            self.notes_.append(
-                f"No route is clearly better than shuffled pairs: the best, {best.route}, finds an anchor's own "
-                f"partner with MRR {best.mrr[0]:.3f} against {best.chance_mrr:.3f} for shuffled pairs "
-                f"({best.z:.1f} standard errors above; {CLEAR_Z:g} needed). Check that the two files hold the "
-                "same items in the same order (or match them by ids), or give more anchors. The bridge is kept "
-                "but is not reliable."
-                + (
-                    " If the two sides hold no pairs at all (different items), the route 'unpaired' (routes="
-                    "['unpaired'], CLI --routes unpaired) aligns them from their structure alone; its score_ tells "
-                    "whether that worked."
-                    if "unpaired" not in {r.route for r in self.routes_}
-                    else ""
-                )
-            )
-            warn.append(self.notes_[-1])
-        if unconverged:
-            self.notes_.append(
-                f"The linear heads that score relative routes with the head did not converge in {unconverged} "
-                "fits; their agreement may be slightly low."
-            )
+        widths = (self.n_features_source_, self.n_features_target_)
+        notes, warn = fit_notes(results, self.routes_, self.reliable_, anchors, widths, unconverged)
+        self.notes_ += notes
         if warn:
             warnings.warn(" ".join(warn), BridgeWarning, stacklevel=3)
 
@@ -411,7 +357,7 @@ class Bridge(Persistable, BaseEstimator):
         """The rule this bridge was chosen by, in words (``latentstitch.bridge.select_route`` is its code)."""
         check_is_fitted(self, "routes_")
         if not hasattr(self, "selection_score_"):  # saved by a version before the rule became select_route
-            return _LEGACY_RULES[self.criterion_ == "agreement"]
+            return LEGACY_RULES[self.criterion_ == "agreement"]
         return SELECTION_RULE.format(
             rule=rule_sentence(self.selection_score_, with_head=self.criterion_ == "agreement")
         )

@@ -92,3 +92,31 @@ def select_route(rows: Sequence[RouteScore], score: str = SELECTION_SCORE) -> tu
     order = {id(r): i for i, r in enumerate(rows)}
     best = max(pool, key=lambda r: (round(_value(r, score), 12), _value(r, "mrr"), -order[id(r)]))
     return best, bool(clear)
+
+
+#: The rule in words (``Bridge.selection_rule``): ``{rule}`` is the consumer's sentence (``rule_sentence``).
+SELECTION_RULE = (
+    "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold, each held-out anchor "
+    "against every target vector given. Eligible: the routes clearly better than shuffled pairs (pooled held-out "
+    "MRR at least 3 standard errors above the MRR of shuffled pairs, H_N/N; when none is, every route, and a "
+    "warning says the bridge is not reliable). {rule} A route's own parameter (ridge penalty, rank) is chosen on "
+    "the same score."
+)
+
+
+#: The rule of the versions before ``select_route``, for bridges they saved.
+LEGACY_RULES = {
+    False: "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. Eligible: the "
+    "routes clearly better than shuffled pairs (pooled held-out MRR at least 3 standard errors above the MRR of "
+    "shuffled pairs, H_n/n; when none is, every route, and a warning says the bridge is not reliable). Family: "
+    "translation (the old model's consumer is reused as it is), unless the best relative route's held-out "
+    "reciprocal ranks beat the best translation route's by more than 2 standard errors, paired over the anchors "
+    "(the relation is not close to linear). Within translation, the highest mean held-out R^2 (the bridged vector "
+    "closest to the true target vector, which is what a fixed head or index reads); within relative, the highest "
+    "mean MRR. Ties: the higher MRR, then the order of the route list.",
+    True: "Each route is fitted on k-1 folds of the anchor pairs and scored on the held-out fold. Eligible: the "
+    "routes clearly better than shuffled pairs (pooled held-out MRR at least 3 standard errors above the MRR of "
+    "shuffled pairs, H_n/n; when none is, every route, and a warning says the bridge is not reliable). The highest "
+    "mean held-out prediction agreement with the head, over both families (ties: the higher MRR, then the order of "
+    "the route list).",
+}
