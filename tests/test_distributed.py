@@ -297,6 +297,17 @@ def _square_or_fail(value):
 
 
 @pytest.mark.slow
+def test_pairwise_called_again_and_again_on_one_client_with_the_same_inputs(client):
+    """Content-hashed scatter keys collided with the previous call's release of the same inputs ("lost
+    dependencies", about 1 call in 20 here before the inputs were scattered with hash=False)."""
+    x, y = drifting_pair(n=300)
+    reps = {"x": x, "y": y, "x2": x**2}
+    expected = sim.pairwise(reps, "linear_cka")
+    for _ in range(20):
+        again = sim.pairwise(reps, "linear_cka", client=client, progress=False)
+        np.testing.assert_allclose(again, expected, rtol=1e-12)
+
+
 def test_map_tasks_keeps_the_order_and_raises_the_first_failure(client):
     assert map_tasks(_square_or_fail, [5, 1, 4, 2], client=client, progress=False) == [25, 1, 16, 4]
     with pytest.raises(ArithmeticError, match="three is not allowed"):

@@ -38,7 +38,7 @@ def layer_moments_on_cluster(
         raise ValueError("partitions: expected at least one partition of the data")
     with client_scope(client, workers) as active:
         # Wrapped, the modules travel by pickle: dask's own torch serialiser rebuilds them without their hook tables.
-        (models,) = active.scatter([_Models(model_a, model_b)], broadcast=True)
+        (models,) = active.scatter([_Models(model_a, model_b)], broadcast=True, hash=False)
         # Each partition draws its own sample keys (the merged sample is then uniform over all rows).
         seed = options.pop("seed", 0)
         tasks = [(models, partition, {**options, "seed": seed + k}) for k, partition in enumerate(partitions)]

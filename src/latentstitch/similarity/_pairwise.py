@@ -102,8 +102,10 @@ def _pair_values(spec, rows, columns, pairs, options, client, workers, progress)
     if client is None and workers is None:
         return [_pair_value((spec, rows[i], columns[j], options)) for i, j in pairs]
     with client_scope(client, workers) as active:
-        sent_rows = active.scatter(rows)
-        sent_columns = sent_rows if columns is rows else active.scatter(columns)
+        # hash=False: content-hashed keys would collide with a previous call's release of the same inputs (two
+        # pairwise calls in a row on one client: "lost dependencies")
+        sent_rows = active.scatter(rows, hash=False)
+        sent_columns = sent_rows if columns is rows else active.scatter(columns, hash=False)
         tasks = [(spec, sent_rows[i], sent_columns[j], options) for i, j in pairs]
         return map_tasks(_pair_value, tasks, client=active, progress=progress, description=f"pairwise {spec.name}")
 
