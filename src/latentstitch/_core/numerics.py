@@ -218,3 +218,14 @@ def raise_on_zero_row(norms: torch.Tensor, name: str) -> None:
     zero = norms[:, 0] == 0
     if bool(zero.any()):
         raise ZeroNormError(name, int(zero.nonzero()[0, 0]))
+
+
+def percentile_bootstrap_mean(
+    values: np.ndarray, rng: np.random.Generator, draws: int, level: float
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval at ``level`` of the mean of 1-D ``values`` (at least one), from ``draws``
+    resamples of them with replacement."""
+    means = values[rng.integers(0, len(values), size=(draws, len(values)))].mean(axis=1)
+    tail = (1 - level) / 2
+    low, high = np.quantile(means, [tail, 1 - tail])
+    return float(low), float(high)

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from latentstitch._core.knn import row_blocks
+from latentstitch._core.numerics import percentile_bootstrap_mean
 
 METRICS = ("ip", "cosine", "l2")
 #: The k of the measures (Recall@10, MRR@10, nDCG@10, top-10 overlap).
@@ -123,10 +124,8 @@ def bootstrap_mean(values: np.ndarray, rng: np.random.Generator, level: float = 
     if np.isin(values, (0.0, 1.0)).all():
         low, high = wilson(float(values.sum()), n, level)
         return Interval(float(values.mean()), low, high, n, level)
-    means = values[rng.integers(0, n, size=(draws, n))].mean(axis=1)
-    tail = (1 - level) / 2
-    low, high = np.quantile(means, [tail, 1 - tail])
-    return Interval(float(values.mean()), float(low), float(high), n, level)
+    low, high = percentile_bootstrap_mean(values, rng, draws, level)
+    return Interval(float(values.mean()), low, high, n, level)
 
 
 def summarise(rank: np.ndarray, rng: np.random.Generator, level: float = 0.95) -> dict[str, Interval]:

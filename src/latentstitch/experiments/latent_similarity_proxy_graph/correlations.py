@@ -8,6 +8,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import pearsonr
 
+from latentstitch._core.numerics import percentile_bootstrap_mean
+
 LEVEL = 0.95
 
 
@@ -21,10 +23,7 @@ def bootstrap_interval(values, resamples: int, *, level: float = LEVEL, seed: in
     values = np.asarray(values, dtype=float)
     if len(values) < 2:
         return float("nan"), float("nan")
-    draws = np.random.default_rng(seed).integers(0, len(values), size=(resamples, len(values)))
-    tail = (1 - level) / 2
-    low, high = np.quantile(values[draws].mean(axis=1), [tail, 1 - tail])
-    return float(low), float(high)
+    return percentile_bootstrap_mean(values, np.random.default_rng(seed), resamples, level)
 
 
 def correlations(trajectories: list[dict], *, resamples: int = 2000) -> dict[str, Any]:
