@@ -167,6 +167,33 @@ def test_procrustes_on_fewer_samples_than_features_warns_naming_the_rank():
         Procrustes(center=True).fit(a.astype(np.float32), b.astype(np.float32))
 
 
+@pytest.mark.parametrize("center, scale", [(False, False), (True, True)])
+def test_procrustes_unspanned_zero_is_the_minimum_norm_optimum_on_fewer_samples_than_features(center, scale):
+    """With fewer samples than features the orthogonal map is not unique; ``unspanned="zero"`` returns the partial
+    isometry over the spanned directions: the same predictions on the fitted rows as the orthogonal completion, zero
+    for a point's component that no sample spans, a smaller norm, and no warning (it is unique)."""
+    a, b = gaussian(8, 12, 0), gaussian(8, 12, 1)
+    with pytest.warns(RankDeficiencyWarning):
+        complete = Procrustes(center=center, scale=scale).fit(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        zero = Procrustes(center=center, scale=scale, unspanned="zero").fit(a, b)
+    np.testing.assert_allclose(zero.transform(a), complete.transform(a), atol=1e-10)
+    rows = a - a.mean(0) if center else a
+    outside = np.linalg.svd(rows)[2][-1]  # orthogonal to every (centred) sample
+    np.testing.assert_allclose(zero.transform(outside[None]) - zero.intercept_, 0.0, atol=1e-10)
+    assert np.linalg.norm(complete.transform(outside[None]) - complete.intercept_) > 0.1
+    assert np.linalg.norm(zero.coef_) < np.linalg.norm(complete.coef_)
+
+
+def test_procrustes_unspanned_makes_no_difference_at_full_rank():
+    a, b = gaussian(50, 6, 0), gaussian(50, 6, 1)
+    full = Procrustes(center=True).fit(a, b).coef_
+    np.testing.assert_allclose(Procrustes(center=True, unspanned="zero").fit(a, b).coef_, full, atol=1e-12)
+    with pytest.raises(ValueError, match="unspanned: expected one of 'complete', 'zero'; got 'none'"):
+        Procrustes(unspanned="none").fit(a, b)
+
+
 def test_procrustes_warns_when_float32_products_cannot_resolve_the_weakest_directions():
     a = gaussian(2000, 6, 0) * np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1e-6])  # one direction 1e-6 as strong
     with pytest.warns(RankDeficiencyWarning, match="numerical rank 5 < 6: its weakest directions are below"):

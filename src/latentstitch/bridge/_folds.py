@@ -13,10 +13,10 @@ eigendecomposition of the smaller of ``Xc^T Xc`` and ``Xc Xc^T``), and ``A = V^T
 
 Each returns the bridged held-out queries in the target's units, exactly what the route's estimator fitted on the
 fold's training rows returns (``tests/bridge/test_bridge_fast_paths.py``). Where Procrustes' map is not unique (no
-more training anchors than features) there is no fast path: the minimum-norm optimum the polar factor gives maps the
-directions no anchor spans to zero, while the estimator the bridge then fits completes them arbitrarily, and on real
-pairs the two score far apart (a head's agreement 0.34 vs 0.13 at 100 anchors for 512 features), so the folds fit the
-estimator itself and score what the bridge will hold.
+more training anchors than features), the polar factor of ``A`` is the minimum-norm optimum, which maps the directions
+no anchor spans to zero: the bridge's Procrustes routes fit exactly that (``Procrustes(unspanned="zero")``). An
+arbitrary orthogonal completion (the estimator's default) scored far worse on a real pair (a head's agreement 0.13 vs
+0.34 at 100 anchors for 512 features): a new point's unspanned component lands in arbitrary target directions.
 
 Precision: the moments and decompositions run in the data's own precision (float32 embeddings: float32, about twice
 as fast; float64 data: float64), within float32 rounding of the estimator for float32 data. The one exception is
@@ -248,12 +248,9 @@ def _polar(b: Basis, scaled_target: bool) -> Polar:
     return b.polar[scaled_target]
 
 
-def procrustes_candidates(fold: Fold, scaled: bool) -> list[Candidate] | None:
+def procrustes_candidates(fold: Fold, scaled: bool) -> list[Candidate]:
     """``scaled=False``: ``LatentTranslator(Procrustes())`` (standard-scaled sides, orthogonal map);
-    ``scaled=True``: ``Procrustes(center=True, scale=True)`` on the raw vectors. ``None`` (fit the estimator) when
-    the map is not unique: no more training anchors than the smaller width."""
-    if len(fold.train) <= min(fold.source.shape[1], fold.target.shape[1]):
-        return None
+    ``scaled=True``: ``Procrustes(center=True, scale=True)`` on the raw vectors; both ``unspanned="zero"``."""
     b = fold.frame(not scaled)
     polar = _polar(b, scaled_target=not scaled)
     rotated = polar.apply(b.queries)

@@ -181,13 +181,14 @@ register_route(
 )
 register_route(
     "procrustes",
-    lambda: LatentTranslator(Procrustes()),
-    description="orthogonal map between the standard-scaled sides (Maiorca et al., NeurIPS 2023)",
+    lambda: LatentTranslator(Procrustes(unspanned="zero")),
+    description="orthogonal map between the standard-scaled sides (Maiorca et al., NeurIPS 2023); with no more "
+    "anchors than features, the directions no anchor spans map to zero",
     path=lambda fold: procrustes_candidates(fold, scaled=False),
 )
 register_route(
     "procrustes_scaled",
-    lambda: LatentTranslator(Procrustes(center=True, scale=True), standardize=False),
+    lambda: LatentTranslator(Procrustes(center=True, scale=True, unspanned="zero"), standardize=False),
     description="orthogonal map with a shift and one isotropic scale, on the raw vectors",
     path=lambda fold: procrustes_candidates(fold, scaled=True),
 )

@@ -10,8 +10,11 @@ import torch
 from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch._core.moments import CrossMoments
 from latentstitch._core.numerics import svd
-from latentstitch._core.params import Rule, check_bool, rule
+from latentstitch._core.params import Rule, check_bool, check_choice, rule
 from latentstitch.stitching._base import _MomentStitcher, intercept_for
+
+#: What a rank-deficient fit does on the directions the data leaves undetermined.
+UNSPANNED = ("complete", "zero")
 
 
 class Procrustes(_MomentStitcher):
@@ -28,8 +31,10 @@ class Procrustes(_MomentStitcher):
     Numerics: only ``A^T B`` (and, for ``scale``, the squared norm of ``a``) are accumulated. Each chunk's product
     is taken in the input's precision (float32 for float32 inputs, as ``scipy.linalg.orthogonal_procrustes`` does)
     and accumulated across chunks in float64; pass float64 inputs for a float64-exact fit. If ``A^T B`` is
-    rank-deficient (e.g. fewer samples than features) the map is not unique on the missing directions: one
-    optimum is returned and a ``RankDeficiencyWarning`` names the numerical rank.
+    rank-deficient (e.g. fewer samples than features) the map is not unique on the missing directions: by default
+    one orthogonal optimum is returned (its completion of the missing directions is whatever the SVD returns, so a
+    new point's component outside the fitted span lands somewhere arbitrary) and a ``RankDeficiencyWarning`` names
+    the numerical rank; ``unspanned="zero"`` returns the minimum-norm map instead.
 
     Parameters
     ----------
@@ -38,6 +43,14 @@ class Procrustes(_MomentStitcher):
     scale : bool
         Fit an isotropic scale ``s = trace(S) / ||A||_F^2`` (of the centred ``a`` if ``center``), the least-squares
         optimum given ``R``; ``coef_ = s R``.
+    unspanned : {"complete", "zero"}
+        What the map does on the directions ``A^T B`` leaves undetermined (rank-deficient fits only; a full-rank fit
+        is the same either way). ``"complete"`` (default): an orthogonal completion, so ``coef_`` stays orthogonal.
+        ``"zero"``: the minimum-norm optimum ``R = U_r V_r^T`` over the ``r`` spanned directions (a partial
+        isometry): identical predictions on the fitted rows when ``A^T B`` has ``a``'s rank (the usual case, fewer
+        samples than features), never a larger least-squares loss, and a new point's unspanned component maps to
+        zero instead of to arbitrary directions. ``Bridge``'s Procrustes routes use it (no warning is raised then:
+        the result is unique).
 
     Attributes
     ----------
@@ -56,11 +69,16 @@ class Procrustes(_MomentStitcher):
     _products = ("ab",)
     _precision = "input"
 
-    def __init__(self, center: bool = False, scale: bool = False):
+    def __init__(self, center: bool = False, scale: bool = False, unspanned: str = "complete"):
         self.center = center
         self.scale = scale
+        self.unspanned = unspanned
 
-    _parameter_constraints: ClassVar[dict[str, Rule]] = {"center": rule(check_bool), "scale": rule(check_bool)}
+    _parameter_constraints: ClassVar[dict[str, Rule]] = {
+        "center": rule(check_bool),
+        "scale": rule(check_bool),
+        "unspanned": rule(check_choice, choices=UNSPANNED),
+    }
 
     def _needed_products(self) -> tuple[str, ...]:
         return ("ab", "aa_diag") if self.scale else ("ab",)
@@ -75,7 +93,7 @@ class Procrustes(_MomentStitcher):
         work = torch.promote_types(input_dtype, torch.float32)
         eps = torch.finfo(work).eps
         rank = int((s > max(cross.shape) * eps * s[0]).sum()) if s[0] > 0 else 0
-        if rank < min(cross.shape):
+        if rank < min(cross.shape) and self.unspanned == "complete":
             samples = moments.count - int(self.center)
             if samples < min(cross.shape):
                 cause = f"there are fewer samples ({moments.count}) than features"
@@ -90,7 +108,7 @@ class Procrustes(_MomentStitcher):
                 RankDeficiencyWarning,
                 stacklevel=4,
             )
-        coef = u @ vh
+        coef = u @ vh if self.unspanned == "complete" else u[:, :rank] @ vh[:rank]
         scale = 1.0
         if self.scale:
             total = (moments.centered_aa_diag() if self.center else moments.raw_aa_diag()).sum()
