@@ -159,6 +159,9 @@ TRANSLATION_EDITS = [
     ("reliable_", "yes"),
     ("route_", "procrustes"),
     ("route_", "nowhere"),
+    ("dead_features_", [99]),
+    ("dead_features_", [2, 1]),
+    ("dead_values_", [1.0]),
 ]
 RELATIVE_EDITS = [
     ("family_", "translation"),

@@ -18,6 +18,7 @@ from latentstitch._core.params import Rule, check_choice, check_positive_int, ch
 from latentstitch._core.persist import Persistable
 from latentstitch._core.progress import progress_bar
 from latentstitch.bridge._budget import anchor_budget, budget_counts, usable_counts
+from latentstitch.bridge._dead import check_dead, hold
 from latentstitch.bridge._crossval import (
     MIN_PER_FOLD,
     Anchors,
@@ -151,6 +152,10 @@ class Bridge(Persistable, BaseEstimator):
         The power of two both sides were multiplied by before fitting (``_scale.anchor_scale``): 1.0 unless their
         magnitudes would overflow or underflow (1e+200, 1e-200); ``transform`` applies it and a translation
         route's output is scaled back, so the answer is the one at the input's scale.
+    dead_features_, dead_values_ : list of int, list of float
+        Target features whose spread over the anchors is at most ``1e-6`` of the largest's (``_dead``): a
+        translation route outputs their anchor mean there, so a consumer that standard-scales each feature does
+        not magnify a route's rounding noise on them.
 
     Examples
     --------
@@ -244,6 +249,8 @@ class Bridge(Persistable, BaseEstimator):
         head = None if head is None else head_at_scale(head, self.scale_, target.dtype)
         source, target = rescale(source, self.scale_), rescale(target, self.scale_)
         anchors = Anchors(source, target, parts, self.seed, head, reference, CONSUMER_SCORES[self.consumer])
+        self.dead_features_ = anchors.dead.tolist()  # held at their anchor mean by a translation route (_dead)
+        self.dead_values_ = (anchors.target64[:, anchors.dead].mean(dim=0) / self.scale_).tolist()
         self._warn_inputs(s, t, anchors)
         return anchors
 
@@ -313,13 +320,16 @@ class Bridge(Persistable, BaseEstimator):
         the input's type. A dask array gives a lazy dask array, bridged block by block."""
         check_is_fitted(self, "estimator_")
         self._check_width(source, self.n_features_source_, "source")
-        scale = getattr(self, "scale_", 1.0)
-        source = rescale(source, scale)
         if is_dask_array(source):
-            out = map_rows(source, self.estimator_.transform, self._output_width(), "source")
-        else:
-            out = self.estimator_.transform(source)
-        return out if self.family_ == "relative" else rescale(out, 1.0 / scale)
+            return map_rows(source, self._bridge_rows, self._output_width(), "source")
+        return self._bridge_rows(source)
+
+    def _bridge_rows(self, source: ArrayLike) -> ArrayLike:
+        scale = getattr(self, "scale_", 1.0)
+        out = self.estimator_.transform(rescale(source, scale))
+        if self.family_ == "relative":
+            return out
+        return hold(rescale(out, 1.0 / scale), getattr(self, "dead_features_", []), getattr(self, "dead_values_", []))
 
     def transform_target(self, target: ArrayLike) -> ArrayLike:
         """What the consumer of a bridged vector is trained on, from target vectors (n, q): the vectors themselves
@@ -376,3 +386,6 @@ class Bridge(Persistable, BaseEstimator):
             self.estimate_ = None
         self.scale_ = check_scale(vars(self).get("scale_", 1.0))  # 1.0 for a bridge saved before it was recorded
         check_loaded(self, MIN_PER_FOLD)
+        self.dead_features_, self.dead_values_ = check_dead(  # none held for a bridge saved before they were
+            vars(self).get("dead_features_", []), vars(self).get("dead_values_", []), self.n_features_target_
+        )

@@ -23,6 +23,7 @@ from latentstitch._core.arrays import as_float_tensor, take_rows
 from latentstitch._core.folds import training_rows
 from latentstitch._core.least_squares import RankDeficiencyWarning
 from latentstitch._core.numerics import matmul, unit_rows
+from latentstitch.bridge._dead import dead_features, hold
 from latentstitch.bridge._folds import Candidate, Fold, PartMoments
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._pool import (
@@ -89,6 +90,7 @@ class Anchors:
         self.pool = Pool(self.target_work)
         # the per-feature spreads a standard-scaling consumer divides by (LinearHead's StandardScaling)
         self.target_scale = floored_spread(self.target64.std(dim=0, correction=0), SPREAD_FLOOR)
+        self.dead = dead_features(self.target64)  # held at their training mean by translation routes (_dead)
         self.relative = RelativeCache(self.source_work, self.target_work, self.parts)
         self.moments: PartMoments | None = None
         self.queries = query_rows(self.parts, self.seed)
@@ -236,7 +238,9 @@ def fold_scores(
     translation route, similarity rows against every target item for a relative route), and its fold's R^2."""
     queries = fold.queries
     if spec.family == "translation":
-        bridged = output
+        dead = anchors.dead.to(anchors.target64.device)
+        train = torch.as_tensor(fold.train, device=anchors.target64.device)
+        bridged = hold(output, anchors.dead, anchors.target64[train][:, dead].mean(dim=0))
         sims = translation_sims(bridged, anchors.pool)
         r2, r2_scaled = r_squared(
             squared_errors(
