@@ -18,7 +18,6 @@ from latentstitch._core.params import Rule, check_choice, check_positive_int, ch
 from latentstitch._core.persist import Persistable
 from latentstitch._core.progress import progress_bar
 from latentstitch.bridge._budget import anchor_budget, budget_counts, usable_counts
-from latentstitch.bridge._dead import check_dead, hold
 from latentstitch.bridge._crossval import (
     MIN_PER_FOLD,
     Anchors,
@@ -27,6 +26,7 @@ from latentstitch.bridge._crossval import (
     matched_order,
     pass_through,
 )
+from latentstitch.bridge._dead import check_dead, hold
 from latentstitch.bridge._diagnose import fit_notes
 from latentstitch.bridge._ensemble import ensemble_result
 from latentstitch.bridge._estimate import SAME_ITEMS, estimate, estimate_from_dict
