@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from latentstitch.bridge._crossval import CLEAR_Z
+from latentstitch.bridge._dead import DEAD_SPREAD
 
 #: A feature whose spread over the anchors is below this fraction of the largest feature's is "near-dead".
 NEAR_DEAD = 1e-3
@@ -29,6 +30,12 @@ def feature_notes(anchors: Any) -> list[str]:
                 "(procrustes, procrustes_scaled: a rotation spreads the source's variance over every target "
                 "feature) can collapse such a head while retrieval stays good. With such a head, pass it as "
                 "fit(..., head=) or compare r2_scaled in the route table."
+                + (
+                    " Target features below 1e-6 of the largest spread are held at their anchor mean by translation "
+                    "routes (dead_features_)."
+                    if side.startswith("target") and bool((spread <= DEAD_SPREAD * top).any())
+                    else ""
+                )
             )
     return notes
 
