@@ -165,9 +165,11 @@ def apply_migration(
             raise
     try:
         if not in_place:
+            if writer.ids_first and not getattr(writer, "in_place", False):  # ids first: the batches then stream
+                writer.begin(np.concatenate([_chunk_ids(work, number) for number in range(total)]))
             start = 0
             for number in range(total):
-                ids = np.load(work / f"ids-{number:06d}.npy", allow_pickle=False)
+                ids = _chunk_ids(work, number)
                 vectors = np.load(work / f"chunk-{number:06d}.npy", allow_pickle=False)
                 if getattr(writer, "in_place", False):
                     writer.write_at(start, vectors)
@@ -187,6 +189,10 @@ def apply_migration(
     return ApplyResult(
         output, manifest_path, store.count, migration.new_dimension, total, resumed, time.perf_counter() - started
     )
+
+
+def _chunk_ids(work: Path, number: int) -> np.ndarray:
+    return np.load(work / f"ids-{number:06d}.npy", allow_pickle=False)
 
 
 def _open_manifest(

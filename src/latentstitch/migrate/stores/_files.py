@@ -41,14 +41,19 @@ class FileStore(VectorStore):
 
 class FileWriter(StoreWriter):
     """One embedding file. ``.npy`` is written in place through a memory map (``write_at``; an interrupted write is
-    resumed in the same file); other formats collect the batches (``add``) and are written by ``close``, ids beside
-    the vectors where the format has room."""
+    resumed in the same file); other formats write the ids beside the vectors where the format has room: given
+    every id first (``begin``), ``.parquet`` and ``.csv`` stream each batch to disk as it comes (memory: one batch);
+    ``.npz``, ``.safetensors`` and ``.pt`` are single objects their libraries write whole, so their batches are held
+    until ``close`` (as they are without ``begin``)."""
+
+    ids_first = True
 
     def __init__(self, path: Path, dimension: int, metric: str, collection: str, rows: int = 0, **options: Any):
         super().__init__(path, dimension, metric, collection, **options)
         self.rows = rows
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.memmap = None
+        self.stream: EmbeddingWriter | None = None
         if path.suffix == ".npy":
             mode = "r+" if path.exists() else "w+"
             self.memmap = np.lib.format.open_memmap(path, mode=mode, dtype=np.float32, shape=(rows, dimension))
@@ -61,13 +66,24 @@ class FileWriter(StoreWriter):
         self.memmap[start : start + len(vectors)] = vectors
         self.memmap.flush()
 
+    def begin(self, ids: np.ndarray) -> None:
+        if self.memmap is None:
+            ids = np.asarray(ids)
+            self.stream = EmbeddingWriter(self.path, len(ids), self.dimension, np.float32, ids=ids, option="--output")
+
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
-        self.parts.append((np.asarray(ids), np.asarray(vectors, dtype=np.float32)))
+        if self.stream is not None:
+            self.stream.write(np.asarray(vectors, dtype=np.float32))
+        else:
+            self.parts.append((np.asarray(ids), np.asarray(vectors, dtype=np.float32)))
 
     def close(self) -> None:
         if self.memmap is not None:
             self.memmap.flush()
             self.memmap = None
+            return
+        if self.stream is not None:
+            self.stream.close()
             return
         ids = np.concatenate([p[0] for p in self.parts])
         with EmbeddingWriter(self.path, len(ids), self.dimension, np.float32, ids=ids, option="--output") as writer:

@@ -76,11 +76,17 @@ class VectorStore:
 
 class StoreWriter:
     """A new collection being written: ``add(ids, vectors)`` in batches, then ``close()`` makes it whole. The
-    writer writes at ``path`` only (a path that does not exist yet)."""
+    writer writes at ``path`` only (a path that does not exist yet). A writer with ``ids_first`` (a file format that
+    stores the ids beside the vectors) streams its batches when it is given every id up front (``begin(ids)``)."""
+
+    ids_first = False
 
     def __init__(self, path: Path, dimension: int, metric: str, collection: str, **options: Any):
         self.path, self.dimension, self.metric, self.collection = path, dimension, metric, collection
         self.options = options
+
+    def begin(self, ids: np.ndarray) -> None:
+        """Every id of the collection, in the order ``add`` will give the rows (only for ``ids_first`` writers)."""
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         raise NotImplementedError
