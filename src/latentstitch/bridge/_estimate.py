@@ -13,7 +13,11 @@ curse): the value and the interval are moved down by the bootstrap estimate of t
 same resamples, of the best route's resampled figure minus the best original figure) and widened by its spread.
 It does not cover a difference between the anchors and the items the bridge will see later, nor that the chosen
 map is refitted on all anchors (more than each fold's: at small anchor counts the realised figure tends to be
-higher). Evidence: ``benchmarks/bridge_generalisation.py`` (results/bridge/generalisation, "Calibration").
+higher). One such difference is common: a head trained on the anchors' own target vectors keeps its prediction
+under a small bridging error more often on them than on items it never saw (BBC, e5-small -> MiniLM-L6, 768
+anchors, StandardScaler + LR: estimate 0.984, realised 0.985 on other items of its training set, 0.943 on unseen
+test items); give anchors the head was not trained on for an estimate of unseen items. Evidence:
+``benchmarks/bridge_generalisation.py`` (results/bridge/generalisation, "Calibration").
 """
 
 from __future__ import annotations
