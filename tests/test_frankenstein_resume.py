@@ -103,6 +103,25 @@ def test_resumed_run_equals_uninterrupted(tmp_path, tiny, checkpointed, uninterr
     assert logged[0].startswith("resuming from")
 
 
+def test_a_run_stopped_inside_figure2_resumes_at_its_layer(tmp_path, tiny, checkpointed, uninterrupted):
+    """Figure 2 keeps each (direction, layer) as a stage: a run stopped after its first layer trains only the rest
+    again and gives the uninterrupted numbers."""
+    from latentstitch.experiments.frankenstein import measure
+
+    folder = tmp_path / "checkpoint"
+    shutil.copytree(checkpointed[0], folder)
+    for stage in STAGES:
+        (folder / f"{stage}.json").unlink()
+    layers = sorted(path.stem for path in folder.glob("figure2_seed*.json"))
+    assert len(layers) == 2 * len(tiny.layers)
+    for name in layers[1:]:
+        (folder / f"{name}.json").unlink()
+    resumed = Checkpoint(folder, _settings(tiny), resume=True, log=lambda _: None)
+    again = measure(tiny, False, resumed)
+    assert json.dumps(_numbers(again), sort_keys=True) == json.dumps(uninterrupted, sort_keys=True)
+    assert layers[0] in resumed.resumed and not set(layers[1:]) & set(resumed.resumed)
+
+
 def test_other_settings_refused(tmp_path, tiny):
     folder = tmp_path / "checkpoint"
     Checkpoint(folder, _settings(tiny), resume=False, log=lambda _: None)

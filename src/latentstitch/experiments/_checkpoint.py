@@ -78,6 +78,10 @@ class Checkpoint:
         self.folder.mkdir(parents=True)
         _write_text(marker, json.dumps(wanted, indent=1))
 
+    def has(self, name: str) -> bool:
+        """Whether stage ``name``'s numbers are in the checkpoint already."""
+        return self.folder is not None and (self.folder / f"{name}.json").is_file()
+
     def numbers(self, name: str, compute: Callable[[], Any]) -> Any:
         """The JSON value of stage ``name``: from the checkpoint, or ``compute()`` and kept."""
         path = None if self.folder is None else self.folder / f"{name}.json"

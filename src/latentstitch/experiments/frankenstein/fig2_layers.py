@@ -3,6 +3,7 @@ main pair, with the paper's baselines (identity stitching's cross-entropy, CKA a
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,9 @@ METHODS = ("least squares", "Procrustes", "task loss")
 
 
 def measure(context: Context) -> dict[str, Any]:
+    """Both directions, every layer. Each (direction, layer) is a stage of its own in the run's checkpoint (about
+    ten minutes of one core at the full settings), so an interrupted run resumes at the layer it stopped in; the
+    layers are independent and seeded, so the numbers are those of one sweep over every layer."""
     config = context.config
     a, b = config.seeds
     methods = dict(zip(METHODS, (LeastSquares(), Procrustes(), TaskLoss(**context.task_loss(sweep=True))), strict=True))
@@ -34,30 +38,56 @@ def measure(context: Context) -> dict[str, Any]:
     for first, second in ((a, b), (b, a)):
         model_a, model_b = context.model(config.width, first), context.model(config.width, second)
         context.stage(f"Figure 2: every layer, seed {first} -> seed {second}")
-        result = sweep(
-            model_a,
-            model_b,
-            config.layers,
-            methods,
-            data=context.stitch_data,
-            eval_data=context.eval_data,
-            direct_data=context.direct_data,
-            progress=False,
-            client=grid_client(),  # each layer a task on the cluster of reproduce --workers N, if any
-        )
+        names = {layer: f"figure2_seed{first}_to_seed{second}_{layer}" for layer in config.layers}
+        client = grid_client()  # each layer a task on the cluster of reproduce --workers N, if any
+        missing = [layer for layer in config.layers if not context.checkpoint.has(names[layer])]
+        batch = None
+        if client is not None and missing:  # the missing layers at once on the cluster, each then kept
+            batch = _sweep(context, model_a, model_b, missing, methods, client)
+        parts = [
+            context.checkpoint.numbers(names[layer], partial(_layer, context, model_a, model_b, layer, methods, batch))
+            for layer in config.layers
+        ]
+        rows = [row for part in parts for row in part["rows"]]
         sweeps.append(
-            {"direction": [first, second], "layers": result.layers, "methods": result.methods, "rows": result.rows}
+            {"direction": [first, second], "layers": list(config.layers), "methods": list(methods), "rows": rows}
         )
-        for layer in config.layers:
-            plain = stitch(model_a, model_b, layer, layer, "identity", example=context.probe)
-            identity_ce.append(context.metrics(plain)["cross_entropy"])
-            stitched = stitch(model_a, model_b, layer, layer, result.stitching_layers[layer, "task loss"])
-            acts_a = get_activations(model_a, context.probe, layer)
-            acts_b = get_activations(model_b, context.probe, layer)
-            with torch.no_grad():
-                transformed = stitched.stitching_layer(acts_a)
-            cka_after.append(float(cka(transformed.flatten(1).double(), acts_b.flatten(1).double())))
+        identity_ce += [part["identity_cross_entropy"] for part in parts]
+        cka_after += [part["cka_after_task_loss"] for part in parts]
     return {"sweeps": sweeps, "identity_cross_entropy": identity_ce, "cka_after_task_loss": cka_after}
+
+
+def _sweep(context: Context, model_a, model_b, layers: list[str], methods: dict[str, Any], client: Any = None):
+    return sweep(
+        model_a,
+        model_b,
+        layers,
+        methods,
+        data=context.stitch_data,
+        eval_data=context.eval_data,
+        direct_data=context.direct_data,
+        progress=False,
+        client=client,
+    )
+
+
+def _layer(context: Context, model_a, model_b, layer: str, methods: dict[str, Any], batch: Any) -> dict[str, Any]:
+    """One layer of one direction: every method's rows, identity stitching's cross-entropy and the CKA between the
+    task-loss stitched activations and B's."""
+    result = (
+        batch if batch is not None and layer in batch.layers else _sweep(context, model_a, model_b, [layer], methods)
+    )
+    plain = stitch(model_a, model_b, layer, layer, "identity", example=context.probe)
+    stitched = stitch(model_a, model_b, layer, layer, result.stitching_layers[layer, "task loss"])
+    acts_a = get_activations(model_a, context.probe, layer)
+    acts_b = get_activations(model_b, context.probe, layer)
+    with torch.no_grad():
+        transformed = stitched.stitching_layer(acts_a)
+    return {
+        "rows": [row for row in result.rows if row["layer"] == layer],
+        "identity_cross_entropy": context.metrics(plain)["cross_entropy"],
+        "cka_after_task_loss": float(cka(transformed.flatten(1).double(), acts_b.flatten(1).double())),
+    }
 
 
 def sweep_results(numbers: dict[str, Any]) -> list[Any]:
