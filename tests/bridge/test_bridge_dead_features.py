@@ -55,7 +55,7 @@ def test_held_features_survive_save_and_load_and_every_input_type(tmp_path):
     bridge.save(tmp_path / "b.safetensors")
     loaded = Bridge.load(tmp_path / "b.safetensors")
     assert loaded.dead_features_ == list(DEAD) and loaded.dead_values_ == bridge.dead_values_
-    assert any("held at their anchor mean" in note for note in bridge.notes_)
+    assert any("at their anchor mean (dead_features_)" in note for note in bridge.notes_)
     expected = bridge.transform(source[:20])
     np.testing.assert_array_equal(loaded.transform(source[:20]), expected)
     as_tensor = loaded.transform(torch.tensor(source[:20]))
