@@ -99,8 +99,9 @@ class Bridge(Persistable, BaseEstimator):
     ridge penalty, the rank) is chosen on the same score. Each score is reported as mean and standard deviation over
     the folds in ``routes_``; ``estimate_`` says what to expect in the user's units, with a 90% interval.
 
-    Rank deficiency (fewer anchors than features makes Procrustes and unregularised least squares non-unique) is
-    expected while choosing: it is counted, and said once in words (a ``BridgeWarning``), never per fit.
+    Rank deficiency (fewer anchors than features makes unregularised least squares non-unique) is expected while
+    choosing: it is counted, and said once in words (a ``BridgeWarning``), never per fit. The Procrustes routes
+    hold the minimum-norm map then (``Procrustes(unspanned="zero")``: directions no anchor spans map to zero).
 
     Parameters
     ----------
