@@ -238,9 +238,11 @@ def fold_scores(
     translation route, similarity rows against every target item for a relative route), and its fold's R^2."""
     queries = fold.queries
     if spec.family == "translation":
-        dead = anchors.dead.to(anchors.target64.device)
-        train = torch.as_tensor(fold.train, device=anchors.target64.device)
-        bridged = hold(output, anchors.dead, anchors.target64[train][:, dead].mean(dim=0))
+        bridged = output
+        if len(anchors.dead):  # dead target features: their fold-training mean (_dead)
+            train = torch.as_tensor(fold.train, device=anchors.target64.device)
+            held = anchors.target64[:, anchors.dead.to(train.device)][train].mean(dim=0)
+            bridged = hold(output, anchors.dead, held)
         sims = translation_sims(bridged, anchors.pool)
         r2, r2_scaled = r_squared(
             squared_errors(

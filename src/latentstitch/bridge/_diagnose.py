@@ -24,7 +24,7 @@ def feature_notes(anchors: Any) -> list[str]:
         if not (constant or dead):
             continue
         parts = [f"{constant} constant" if constant else "", f"{dead} near-dead" if dead else ""]
-        held = int((spread <= DEAD_SPREAD * top).sum()) if side.startswith("target") else 0
+        held = len(anchors.dead) if side.startswith("target") else 0
         note = (
             f"The {side} has {' and '.join(p for p in parts if p)} of its {values.shape[1]} features over the "
             f"{values.shape[0]} anchors (spread below {NEAR_DEAD:g} of the largest, e.g. ReLU units that never fire)."

@@ -78,14 +78,18 @@ class Checkpoint:
         self.folder.mkdir(parents=True)
         _write_text(marker, json.dumps(wanted, indent=1))
 
+    def _numbers_path(self, name: str) -> Path | None:
+        return None if self.folder is None else self.folder / f"{name}.json"
+
     def has(self, name: str) -> bool:
         """Whether stage ``name``'s numbers are in the checkpoint already."""
-        return self.folder is not None and (self.folder / f"{name}.json").is_file()
+        path = self._numbers_path(name)
+        return path is not None and path.is_file()
 
     def numbers(self, name: str, compute: Callable[[], Any]) -> Any:
         """The JSON value of stage ``name``: from the checkpoint, or ``compute()`` and kept."""
-        path = None if self.folder is None else self.folder / f"{name}.json"
-        if path is not None and path.is_file():
+        path = self._numbers_path(name)
+        if self.has(name):
             self.resumed.append(name)
             self.log(f"{name}: from the checkpoint")
             return read_json(path, "--resume")

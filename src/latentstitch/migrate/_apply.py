@@ -165,7 +165,7 @@ def apply_migration(
             raise
     try:
         if not in_place:
-            if writer.ids_first and not getattr(writer, "in_place", False):  # ids first: the batches then stream
+            if writer.ids_first:  # every id first: the batches then stream
                 writer.begin(np.concatenate([_chunk_ids(work, number) for number in range(total)]))
             start = 0
             for number in range(total):

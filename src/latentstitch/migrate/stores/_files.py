@@ -46,8 +46,6 @@ class FileWriter(StoreWriter):
     ``.npz``, ``.safetensors`` and ``.pt`` are single objects their libraries write whole, so their batches are held
     until ``close`` (as they are without ``begin``)."""
 
-    ids_first = True
-
     def __init__(self, path: Path, dimension: int, metric: str, collection: str, rows: int = 0, **options: Any):
         super().__init__(path, dimension, metric, collection, **options)
         self.rows = rows
@@ -62,14 +60,17 @@ class FileWriter(StoreWriter):
     def in_place(self) -> bool:
         return self.memmap is not None
 
+    @property
+    def ids_first(self) -> bool:
+        return self.memmap is None  # every format but .npy stores the ids beside the vectors
+
     def write_at(self, start: int, vectors: np.ndarray) -> None:
         self.memmap[start : start + len(vectors)] = vectors
         self.memmap.flush()
 
     def begin(self, ids: np.ndarray) -> None:
-        if self.memmap is None:
-            ids = np.asarray(ids)
-            self.stream = EmbeddingWriter(self.path, len(ids), self.dimension, np.float32, ids=ids, option="--output")
+        ids = np.asarray(ids)
+        self.stream = EmbeddingWriter(self.path, len(ids), self.dimension, np.float32, ids=ids, option="--output")
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         if self.stream is not None:
