@@ -31,6 +31,7 @@ from latentstitch.bridge._diagnose import fit_notes
 from latentstitch.bridge._ensemble import ensemble_result
 from latentstitch.bridge._estimate import SAME_ITEMS, estimate, estimate_from_dict
 from latentstitch.bridge._head import LinearHead
+from latentstitch.bridge._pool import pool_rows
 from latentstitch.bridge._results import BudgetRow, budget_rows, route_scores
 from latentstitch.bridge._routes import RouteSpec, get_route, resolve_routes
 from latentstitch.bridge._scale import anchor_scale, check_scale, head_at_scale, rescale
@@ -200,6 +201,7 @@ class Bridge(Persistable, BaseEstimator):
         head: Callable[[Any], Any] | None = None,
         source_ids: Sequence[Any] | None = None,
         target_ids: Sequence[Any] | None = None,
+        target_pool: ArrayLike | None = None,
         progress: bool = False,
     ) -> Bridge:
         """Score every route by cross-validation on the parallel anchors, choose one, fit it on all of them.
@@ -216,20 +218,28 @@ class Bridge(Persistable, BaseEstimator):
         source_ids, target_ids : sequences, optional
             One id per row of each side: the target rows are then matched to the source rows by id (both sides must
             hold the same ids, each once) instead of by order.
+        target_pool : (M, q) array or tensor, optional
+            The old model's vectors of other items, unpaired: typically the old index the bridged vectors will be
+            searched in. Each held-out anchor is then ranked among the target anchors *and* these, as a search of
+            the user's index ranks it, so the route choice, its parameters and ``estimate_`` (Recall@k among that
+            many vectors) read a search of the user's size instead of one among the anchors only (with few anchors
+            that search is easy for every route and says little about the index). Rows equal to an anchor's target
+            vector are left out (they are the anchor itself); above ``MAX_POOL`` rows, that many are drawn at random
+            (``seed``). Cost: the held-out anchors' similarities to every pool vector, per route and fold.
         progress : bool
             Show a progress bar over the route fits.
         """
         self._check_params()
         specs = resolve_routes(self.routes)
         check_route_methods(specs)
-        anchors = self._anchors(source, target, head, source_ids, target_ids)
+        anchors = self._anchors(source, target, head, source_ids, target_ids, target_pool)
         results, budget, unconverged = self._cross_validate(specs, anchors, progress)
         chosen = self._choose(results, budget, anchors)
         self._say(results, anchors, unconverged)
         self.estimator_ = _fit_quietly(get_route(self.route_), anchors.source, anchors.target, chosen.score.params)
         return self
 
-    def _anchors(self, source, target, head, source_ids, target_ids) -> Anchors:
+    def _anchors(self, source, target, head, source_ids, target_ids, target_pool=None) -> Anchors:
         """The checked anchor pairs (target rows matched to the source's by id when ids are given) and their folds."""
         if (source_ids is None) != (target_ids is None):
             raise ValueError("source_ids, target_ids: give both to match rows by id, or neither to pair them by order")
@@ -248,8 +258,11 @@ class Bridge(Persistable, BaseEstimator):
         self.scale_ = anchor_scale(s, t)  # a power of two: 1.0 unless the magnitudes would overflow or underflow
         reference = None if head is None else predictions(head, target)
         head = None if head is None else head_at_scale(head, self.scale_, target.dtype)
+        pool, self._pool_notes = pool_rows(target_pool, t, self.seed)
         source, target = rescale(source, self.scale_), rescale(target, self.scale_)
-        anchors = Anchors(source, target, parts, self.seed, head, reference, CONSUMER_SCORES[self.consumer])
+        extra = None if pool is None else rescale(pool, self.scale_)
+        score = CONSUMER_SCORES[self.consumer]
+        anchors = Anchors(source, target, parts, self.seed, head, reference, score, extra=extra)
         self.dead_features_ = anchors.dead.tolist()  # held at their anchor mean by a translation route (_dead)
         self.dead_values_ = (anchors.target64[:, anchors.dead].mean(dim=0) / self.scale_).tolist()
         self._warn_inputs(s, t, anchors)
@@ -285,7 +298,7 @@ class Bridge(Persistable, BaseEstimator):
         return results, budget, sum(issubclass(w.category, ConvergenceWarning) for w in caught)
 
     def _choose(self, results: list[RouteResult], budget: list[BudgetRow] | None, anchors: Anchors) -> RouteResult:
-        self.notes_ = list(getattr(self, "_input_notes", []))
+        self.notes_ = list(getattr(self, "_input_notes", [])) + list(getattr(self, "_pool_notes", []))
         self.criterion_ = "agreement" if anchors.head is not None else "label-free"
         self.selection_score_ = anchors.primary
         chosen_row, self.reliable_ = select_route([result.score for result in results], anchors.primary)

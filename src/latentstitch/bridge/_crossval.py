@@ -67,8 +67,9 @@ def matched_order(source_ids: Any, target_ids: Any, source: Any, target: Any) ->
 @dataclass
 class Anchors:
     """The parallel anchors every route is scored on: the two sides (as given, and in float64), the folds, the seed,
-    the scored held-out rows per fold (``queries``), the pool of every target vector, and with a head, the head and
-    its predictions on the true target vectors (``reference``)."""
+    the scored held-out rows per fold (``queries``), the pool of every target vector (the anchors', then ``extra``:
+    the old model's vectors of other items, ``Bridge.fit(target_pool=...)``), and with a head, the head and its
+    predictions on the true target vectors (``reference``)."""
 
     source: Any
     target: Any
@@ -77,6 +78,7 @@ class Anchors:
     head: Callable[[Any], Any] | None = None
     reference: np.ndarray | None = None
     score: str = "mrr"
+    extra: Any = None
     _folds: dict[tuple[int, int], Fold] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
@@ -87,18 +89,20 @@ class Anchors:
         # embeddings: float32 anchors carry no more digits than float32 products keep; float64 data stay float64)
         work = torch.promote_types(s.dtype, torch.float32)
         self.source_work, self.target_work = s.to(work), t.to(work)
-        self.pool = Pool(self.target_work)
+        extra = None if self.extra is None else as_float_tensor(self.extra, "target_pool").detach()
+        extra = None if extra is None else extra.to(device=s.device, dtype=work)
+        self.pool = Pool(self.target_work if extra is None else torch.cat([self.target_work, extra]))
         # the per-feature spreads a standard-scaling consumer divides by (LinearHead's StandardScaling)
         self.target_scale = floored_spread(self.target64.std(dim=0, correction=0), SPREAD_FLOOR)
         self.dead = dead_features(self.target64)  # held at their training mean by translation routes (_dead)
-        self.relative = RelativeCache(self.source_work, self.target_work, self.parts)
+        self.relative = RelativeCache(self.source_work, self.target_work, self.parts, extra)
         self.moments: PartMoments | None = None
         self.queries = query_rows(self.parts, self.seed)
         total = sum(map(len, self.queries))
         share = min(1.0, PARAM_QUERIES / total)
         self.param_rows = [np.arange(len(q)) < max(2, round(len(q) * share)) for q in self.queries]
         rng = np.random.default_rng([self.seed, 11])
-        self.others = [_other_items(q, self.pool.size, rng) for q in self.queries]
+        self.others = [_other_items(q, len(s), rng) for q in self.queries]  # another anchor's partner
 
     @property
     def primary(self) -> str:

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
 
+from latentstitch._core.arrays import as_float_tensor
 from latentstitch._core.numerics import matmul, unit_rows
+from latentstitch.distributed._arrays import is_dask_array
 
 #: k of Recall@k and of the neighbourhoods compared by ``jaccard``.
 RECALL_K = 10
@@ -36,6 +39,10 @@ RECALL_K = 10
 #: near 0.015 on MRR and Recall@k.
 MAX_QUERIES = 1000
 ITEM_SCORES = ("rr", "top1", "hit_k", "jaccard")
+#: Most ``target_pool`` vectors (``Bridge.fit``) a fit ranks the held-out anchors among (drawn at random above it):
+#: Recall@10 among 20,000 vectors already tells a route that finds an item's neighbourhood from one that finds the
+#: item, and the cost (queries x pool x features per route and fold) stays in seconds.
+MAX_POOL = 20_000
 
 
 @dataclass
@@ -137,3 +144,59 @@ def query_rows(parts: list[np.ndarray], seed: int, cap: int = MAX_QUERIES) -> li
         return [np.sort(p) for p in parts]
     rng = np.random.default_rng([seed, 7])
     return [np.sort(rng.choice(p, size=max(1, round(len(p) * cap / total)), replace=False)) for p in parts]
+
+
+def pool_rows(pool: Any, target: torch.Tensor, seed: int, cap: int = MAX_POOL) -> tuple[torch.Tensor | None, list[str]]:
+    """The ``target_pool`` rows a fit ranks against (at most ``cap``, drawn with ``seed``; rows equal to an anchor's
+    target vector left out) in ``target``'s dtype and device, and what was done, in words. Only the drawn rows are
+    read (a dask array computes those alone)."""
+    if pool is None:
+        return None, []
+    if not (is_dask_array(pool) or isinstance(pool, (np.ndarray, torch.Tensor))):
+        pool = as_float_tensor(pool, "target_pool", ndim=2)
+    if getattr(pool, "ndim", None) != 2:
+        raise ValueError(f"target_pool: expected a 2-D array (vectors x features), got shape {tuple(pool.shape)}")
+    given, width = int(pool.shape[0]), int(pool.shape[1])
+    if width != target.shape[1]:
+        raise ValueError(
+            f"target_pool: has {width} features but target has {target.shape[1]}; give the old model's vectors"
+        )
+    if given == 0:
+        raise ValueError("target_pool: expected at least one vector, got 0 rows")
+    anchors = target.shape[0]
+    drawn = np.arange(given)
+    if given > cap + anchors:  # room for every anchor to be among them and still keep cap
+        drawn = np.sort(np.random.default_rng([seed, 13]).choice(given, size=cap + anchors, replace=False))
+        rows = pool[drawn]
+    else:
+        rows = pool
+    rows = rows.compute() if is_dask_array(rows) else rows
+    rows = as_float_tensor(rows, "target_pool", ndim=2)
+    if rows.device != target.device:
+        raise ValueError(f"target_pool is on device {rows.device} but target is on {target.device}; move it")
+    rows = rows.detach().to(target.dtype)
+    keep = ~_rows_in(rows, target)
+    repeats = int((~keep).sum())
+    rows = rows[torch.as_tensor(keep, device=rows.device)]
+    if rows.shape[0] > cap:
+        rows = rows[:cap]  # drawn at random already: the first cap of them are a random cap
+    if rows.shape[0] == 0:
+        raise ValueError("target_pool: every row is one of the anchors' target vectors; give the other items' vectors")
+    notes = [
+        f"held-out anchors were ranked among the {anchors:,} target anchors and {rows.shape[0]:,} target_pool vectors"
+        + (f" (drawn at random from {given:,})" if given > rows.shape[0] + repeats else "")
+    ]
+    if repeats:
+        notes.append(f"{repeats:,} target_pool rows equal to an anchor's target vector were left out (the anchors)")
+    return rows, notes
+
+
+def _rows_in(rows: torch.Tensor, reference: torch.Tensor) -> np.ndarray:
+    """Whether each row of ``rows`` equals (bit for bit) a row of ``reference`` (same dtype)."""
+
+    def keys(x: torch.Tensor) -> np.ndarray:
+        a = np.ascontiguousarray(x.cpu().numpy())
+        return a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
+
+    known = set(keys(reference).tolist())
+    return np.fromiter((key in known for key in keys(rows).tolist()), dtype=bool, count=rows.shape[0])

@@ -34,37 +34,44 @@ EXACT_NORMS = 1e9
 class RelativeCache:
     """Per relative variant, the all-anchor products the folds downdate (built lazily, once per fit). With the
     anchors' folds (``parts``), the products are taken part by part and summed, so a fold's downdate is a
-    subtraction of its own part's products, not another product over its rows."""
+    subtraction of its own part's products, not another product over its rows. ``extra``: target vectors of other
+    items (``Bridge.fit(target_pool=...)``), scored as items of the pool after the anchors, never used as anchors;
+    ``phi`` of them takes the anchors' centre and feature scales."""
 
     source: torch.Tensor  # compute dtype
     target: torch.Tensor
     parts: list[np.ndarray] | None = None
+    extra: torch.Tensor | None = None
     _phi: dict[str, Any] = field(default_factory=dict)
 
     def phi(self, variant: str) -> tuple[Any, ...]:
-        """(phi of every source anchor, of every target item, M over all anchors, the source's Gram matrix
-        ``Phi_s^T Phi_s`` over all anchors, and per part its (M, Gram) or None)."""
+        """(phi of every source anchor, of every target item (the anchors, then ``extra``), M over all anchors, the
+        source's Gram matrix ``Phi_s^T Phi_t`` over all anchors, and per part its (M, Gram) or None)."""
         if variant not in self._phi:
-            s, t = _phi(self.source, variant), _phi(self.target, variant)
+            s = _phi(self.source, variant)
+            items = self.target if self.extra is None else torch.cat([self.target, self.extra.to(self.target.dtype)])
+            t = _phi(items, variant, reference=self.target)
+            anchors = t[: len(self.target)]
             per_part = None
             if self.parts is not None:
                 per_part = []
                 for rows in self.parts:
                     index = torch.as_tensor(rows, device=s.device)
-                    si, ti = s[index], t[index]
+                    si, ti = s[index], anchors[index]
                     per_part.append((matmul(si.T, ti), matmul(si.T, si)))
                 m, gram = sum(pm for pm, _ in per_part), sum(pg for _, pg in per_part)
             else:
-                m, gram = matmul(s.T, t), matmul(s.T, s)
+                m, gram = matmul(s.T, anchors), matmul(s.T, s)
             self._phi[variant] = (s, t, m, gram, per_part)
         return self._phi[variant]
 
     def norms(self, variant: str) -> torch.Tensor:
-        """Every target item's relative-vector norm over all anchors (from the Gram matrix ``T^T T``)."""
+        """Every target item's relative-vector norm over all anchors (from the anchors' Gram matrix ``T^T T``)."""
         key = variant + ":norms"
         if key not in self._phi:
             t = self.phi(variant)[1]
-            self._phi[key] = (matmul(t, matmul(t.T, t)) * t).sum(dim=1).clamp(min=0).sqrt()
+            anchors = t[: len(self.target)]
+            self._phi[key] = (matmul(t, matmul(anchors.T, anchors)) * t).sum(dim=1).clamp(min=0).sqrt()
         return self._phi[key]
 
     def part_squares(self, variant: str) -> list[torch.Tensor]:
@@ -79,19 +86,22 @@ class RelativeCache:
         return self._phi[key]
 
 
-def _phi(x: torch.Tensor, variant: str) -> torch.Tensor:
+def _phi(x: torch.Tensor, variant: str, reference: torch.Tensor | None = None) -> torch.Tensor:
+    """Rows of ``x`` centred (and for "robust" standardised) by the statistics of ``reference`` (default ``x``),
+    then normalised."""
+    reference = x if reference is None else reference
     if variant == "centered":
-        x = x - x.mean(dim=0)
+        x = x - reference.mean(dim=0)
     elif variant == "robust":
-        x = (x - x.mean(dim=0)) / floored_spread(x.std(dim=0, correction=0), SPREAD_FLOOR)
+        x = (x - reference.mean(dim=0)) / floored_spread(reference.std(dim=0, correction=0), SPREAD_FLOOR)
     return x / torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp(min=1e-30)
 
 
 def relative_candidates(fold: Fold, variant: str) -> list[Candidate]:
-    """Similarity rows (queries x all N target items) of a relative route: cosine (``"plain"``), centred
+    """Similarity rows (queries x all N target items of the pool) of a relative route: cosine (``"plain"``), centred
     (``"centered"``) or robust (``"robust"``) relative vectors over the fold's training anchors."""
     s, t, m_all, gram_all, per_part = fold.relative.phi(variant)
-    n = s.shape[0]
+    n, items = s.shape[0], t.shape[0]
     train = torch.as_tensor(fold.train, device=s.device)
     if per_part is not None and fold.part is not None:
         m, gram = m_all - per_part[fold.part][0], gram_all - per_part[fold.part][1]
@@ -100,7 +110,7 @@ def relative_candidates(fold: Fold, variant: str) -> list[Candidate]:
     else:
         rest = torch.as_tensor(np.setdiff1d(np.arange(n), fold.train), device=s.device)
         m, gram = m_all - matmul(s[rest].T, t[rest]), gram_all - matmul(s[rest].T, s[rest])
-    if n * len(fold.train) * t.shape[1] > EXACT_NORMS:
+    if items * len(fold.train) * t.shape[1] > EXACT_NORMS:
         norms = fold.relative.norms(variant) * np.sqrt(len(fold.train) / n)
     elif per_part is not None and fold.part is not None:
         squares = fold.relative.part_squares(variant)
