@@ -4,7 +4,8 @@
 Per run (ordered pair, anchor budget, seed), on the run's anchors:
 
 - ``fits["<consumer>/<routes>"]`` for consumer in ``index``, ``scaled_head``, ``raw_head`` and routes in ``auto``,
-  ``all`` (every route of ``runs.route_names()``), and ``<consumer>/head`` for the two head consumers fitted with
+  ``all`` (every route of ``runs.route_names()``), ``index/pool`` ("auto" with ``target_pool=`` all target
+  vectors), and ``<consumer>/head`` for the two head consumers fitted with
   ``head=`` (the target's trained head: ``scaled_head`` the standard-scaled LR, ``raw_head`` the raw-vector LR):
   ``route`` (``route_``), ``params``, ``estimate`` (``estimate_.to_dict()``), ``seconds`` and ``realised``;
 - ``realised``: the pick applied to the test items: ``recall10`` (own target vector among the 10 nearest of all N
@@ -107,13 +108,13 @@ def _bits(values) -> str:
     return "".join("1" if v > 0.5 else "0" for v in np.asarray(values).ravel())
 
 
-def fit_record(bridge_cls, ctx, anchors, seed, consumer, routes, realise, head_name=None) -> dict:
+def fit_record(bridge_cls, ctx, anchors, seed, consumer, routes, realise, head_name=None, pool=None) -> dict:
     started = time.perf_counter()
     s, t = ctx.s[anchors], ctx.t[anchors]
     head = None if head_name is None else ctx.target_heads[head_name].predict
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bridge = bridge_cls(routes=routes, consumer=consumer, seed=seed).fit(s, t, head=head)
+        bridge = bridge_cls(routes=routes, consumer=consumer, seed=seed).fit(s, t, head=head, target_pool=pool)
     seconds = time.perf_counter() - started
     chosen = next(r for r in bridge.routes_ if r.chosen)
     metric = "agreement" if head_name else "hit_k"
@@ -188,9 +189,11 @@ class _Fitted:
 
 
 #: Fit kinds in the order they are run (the shipped defaults first; the every-route fits of the head consumers
-#: last, as they cost about ten times as much).
+#: last, as they cost about ten times as much). ``index/pool``: "auto" with ``target_pool=`` every target vector of
+#: the run's items (the old index a user has: anchors left out by the bridge itself).
 KINDS = (
     "index/auto",
+    "index/pool",
     "scaled_head/auto",
     "raw_head/auto",
     "scaled_head/head",
@@ -214,7 +217,8 @@ def library_record(
             continue
         head = HEADS[consumer] if routes == "head" else None
         chosen = all_routes if routes == "all" else "auto"
-        record, bridge = fit_record(bridge_cls, ctx, anchors, seed, consumer, chosen, realise, head)
+        pool = ctx.t if routes == "pool" else None
+        record, bridge = fit_record(bridge_cls, ctx, anchors, seed, consumer, chosen, realise, head, pool)
         out["fits"][kind] = record
         log(f"    {kind}: {record['route']} {record['seconds']:.1f}s", flush=True)
         if kind == "index/all":

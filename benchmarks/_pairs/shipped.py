@@ -19,6 +19,7 @@ from benchmarks._pairs.study import table_cell as _cell
 #: fit kind -> the consumer figure that judges it.
 JUDGED = {
     "index/auto": "recall10",
+    "index/pool": "recall10",
     "index/all": "recall10",
     "scaled_head/auto": "lr_f1",
     "scaled_head/all": "lr_f1",
@@ -202,7 +203,7 @@ def _direction_lines(runs: list[dict]) -> list[str]:
     for run in runs:
         if run.get("library"):
             groups[(run["half"], run["item_set"], run["source"], run["target"], run["budget"])].append(run)
-    kinds = ("index/auto", "scaled_head/auto", "raw_head/auto", "scaled_head/head", "raw_head/head")
+    kinds = ("index/auto", "index/pool", "scaled_head/auto", "raw_head/auto", "scaled_head/head", "raw_head/head")
     lines = [
         "### Per direction (mean over seeds): pick, its figure / weaker own, best route / weaker own; "
         "estimate [90% interval] vs realised (first seed)",

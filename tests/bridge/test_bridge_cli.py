@@ -192,3 +192,38 @@ def test_every_bad_input_is_one_line_with_exit_code_2(files, capsys, tmp_path):
         "has 7 features but the bridge expects the new model's 24-feature vectors",
     )
     _one_line_error(capsys, ["bridge", "apply", out, new, "-o", new], "--output", "is the input NEW")
+
+
+def test_fit_with_a_target_pool_ranks_the_anchors_among_the_old_index(files, capsys, monkeypatch):
+    folder, _ = files
+    rng = np.random.default_rng(1)
+    old = np.load(folder / "old.npy")
+    index = np.concatenate([old, old[:60] + 0.3 * rng.normal(size=(60, old.shape[1]))]).astype(old.dtype)
+    np.save(folder / "index.npy", index)
+    argv = ["bridge", "fit", str(folder / "new.npy"), str(folder / "old.npy"), "-o", str(folder / "b.safetensors")]
+    argv += ["--quiet", "--no-budget", "--routes", "procrustes", "--target-pool", str(folder / "index.npy")]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "index.npy: 160 x" in printed and "the target pool" in printed
+    # the anchors' own rows in the index are left out: 100 anchors + 60 others searched
+    assert Bridge.load(folder / "b.safetensors").estimate_.pool == 160
+    # a large file: only the drawn rows are read, the same rows the library would draw
+    from latentstitch.bridge import _pool
+
+    monkeypatch.setattr(_pool, "MAX_POOL", 30)
+    (folder / "b.safetensors").unlink()
+    (folder / "b.json").unlink()
+    assert main(argv) == 0
+    assert "130 rows drawn at random" in capsys.readouterr().out
+    assert Bridge.load(folder / "b.safetensors").estimate_.pool == 130
+
+
+def test_a_bad_target_pool_is_one_line_naming_the_option(files, capsys):
+    folder, _ = files
+    np.save(folder / "narrow.npy", np.zeros((20, 3), dtype=np.float32))
+    argv = ["bridge", "fit", str(folder / "new.npy"), str(folder / "old.npy"), "--quiet", "--no-budget"]
+    out = ["-o", str(folder / "b.safetensors")]
+    _one_line_error(capsys, [*argv, *out, "--target-pool", str(folder / "missing.npy")], "--target-pool")
+    _one_line_error(capsys, [*argv, *out, "--target-pool", str(folder / "narrow.npy")], "target_pool", "3 features")
+    clash = ["-o", str(folder / "b.safetensors"), "--json", str(folder / "narrow.npy")]
+    _one_line_error(capsys, [*argv, *clash, "--target-pool", str(folder / "narrow.npy")], "--json")

@@ -146,12 +146,15 @@ def query_rows(parts: list[np.ndarray], seed: int, cap: int = MAX_QUERIES) -> li
     return [np.sort(rng.choice(p, size=max(1, round(len(p) * cap / total)), replace=False)) for p in parts]
 
 
-def pool_rows(pool: Any, target: torch.Tensor, seed: int, cap: int = MAX_POOL) -> tuple[torch.Tensor | None, list[str]]:
+def pool_rows(
+    pool: Any, target: torch.Tensor, seed: int, cap: int | None = None
+) -> tuple[torch.Tensor | None, list[str]]:
     """The ``target_pool`` rows a fit ranks against (at most ``cap``, drawn with ``seed``; rows equal to an anchor's
     target vector left out) in ``target``'s dtype and device, and what was done, in words. Only the drawn rows are
-    read (a dask array computes those alone)."""
+    read (a dask array computes those alone). ``cap``: default ``MAX_POOL``."""
     if pool is None:
         return None, []
+    cap = MAX_POOL if cap is None else cap
     if not (is_dask_array(pool) or isinstance(pool, (np.ndarray, torch.Tensor))):
         pool = as_float_tensor(pool, "target_pool", ndim=2)
     if getattr(pool, "ndim", None) != 2:
@@ -164,12 +167,8 @@ def pool_rows(pool: Any, target: torch.Tensor, seed: int, cap: int = MAX_POOL) -
     if given == 0:
         raise ValueError("target_pool: expected at least one vector, got 0 rows")
     anchors = target.shape[0]
-    drawn = np.arange(given)
-    if given > cap + anchors:  # room for every anchor to be among them and still keep cap
-        drawn = np.sort(np.random.default_rng([seed, 13]).choice(given, size=cap + anchors, replace=False))
-        rows = pool[drawn]
-    else:
-        rows = pool
+    drawn = pool_draw(given, anchors, seed, cap)
+    rows = pool if drawn is None else pool[drawn]
     rows = rows.compute() if is_dask_array(rows) else rows
     rows = as_float_tensor(rows, "target_pool", ndim=2)
     if rows.device != target.device:
@@ -189,6 +188,17 @@ def pool_rows(pool: Any, target: torch.Tensor, seed: int, cap: int = MAX_POOL) -
     if repeats:
         notes.append(f"{repeats:,} target_pool rows equal to an anchor's target vector were left out (the anchors)")
     return rows, notes
+
+
+def pool_draw(given: int, anchors: int, seed: int, cap: int | None = None) -> np.ndarray | None:
+    """The sorted rows of a ``given``-row pool a fit reads, or None for all: above ``cap`` + ``anchors`` rows (room
+    for every anchor to be among them and still keep ``cap`` others), that many drawn at random with ``seed``. A
+    reader of a large file (``latentstitch bridge fit --target-pool``) reads only these. ``cap``: default
+    ``MAX_POOL``."""
+    cap = MAX_POOL if cap is None else cap
+    if given <= cap + anchors:
+        return None
+    return np.sort(np.random.default_rng([seed, 13]).choice(given, size=cap + anchors, replace=False))
 
 
 def _rows_in(rows: torch.Tensor, reference: torch.Tensor) -> np.ndarray:

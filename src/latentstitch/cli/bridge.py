@@ -37,6 +37,7 @@ from latentstitch.cli.files import (
     add_pair_arguments,
     add_run_options,
     check_inputs,
+    key_for,
     pin_threads,
     read_pair,
 )
@@ -99,6 +100,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="what reads the bridged vectors, so the route is chosen on the score that predicts it: index (default; "
         "a nearest-neighbour index: held-out MRR), scaled_head (a classifier that standard-scales its input: R^2 of "
         "standard-scaled features), raw_head (a classifier on raw vectors: neighbourhood agreement)",
+    )
+    fit.add_argument(
+        "--target-pool",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the old model's vectors of other items (your old index, any readable format; read with --key / "
+        "--target-key and --vector-column): held-out anchors are ranked among these too, so the choice and the "
+        "expected Recall@10 read a search of your index's size (at most 20,000 rows drawn at random are read)",
     )
     add_run_options(fit)
 
@@ -167,9 +177,12 @@ def fit(args: argparse.Namespace) -> int:
         raise UsageError(f"--output: a bridge is saved as .safetensors, got {str(output)!r}")
     report_path = output_file(args.json if args.json is not None else output.with_suffix(".json"), "--json")
     check_inputs(args, ("source", "target"))
+    inputs = {"SOURCE": args.source, "TARGET": args.target}
+    if args.target_pool is not None:
+        inputs["--target-pool"] = input_file(args.target_pool, "--target-pool")
     refuse_overwrite(
         {"--output": output, "--json" if args.json is not None else "--json (default: OUTPUT.json)": report_path},
-        {"SOURCE": args.source, "TARGET": args.target},
+        inputs,
     )
 
     from latentstitch._core.tables import print_tables, write_json
@@ -181,6 +194,10 @@ def fit(args: argparse.Namespace) -> int:
         resolve_routes(args.routes)  # unknown names fail before any reading
     pin_threads(args)
     source, target, described = read_pair(args, ("source", "target"))
+    pool = None
+    if args.target_pool is not None:
+        pool, line = read_pool(args, len(target))
+        described.append(line)
     bridge = Bridge(
         routes=args.routes,
         cv=args.cv,
@@ -190,7 +207,7 @@ def fit(args: argparse.Namespace) -> int:
     )
     with warnings.catch_warnings(), option_errors(options):
         warnings.simplefilter("ignore", BridgeWarning)  # its content is in the report's notes, printed below
-        bridge.fit(source, target, progress=not args.quiet)
+        bridge.fit(source, target, target_pool=pool, progress=not args.quiet)
     bridge.save(output)
     report = bridge_report(
         bridge, cli=True, source=str(args.source), target=str(args.target), files=described, bridge_file=str(output)
@@ -204,6 +221,28 @@ def fit(args: argparse.Namespace) -> int:
     print_tables(report["tables"], notes, compact=True)
     print(f"written: {output} (the bridge), {report_path} (the report)")
     return 0
+
+
+def read_pool(args: argparse.Namespace, anchors: int):
+    """The rows of ``--target-pool`` the fit reads (``bridge._pool.pool_draw``: all, or a seeded draw; only those
+    are read from the file) and a line describing them."""
+    import numpy as np
+
+    from latentstitch.bridge._pool import pool_draw
+    from latentstitch.embeddings import open_embeddings
+
+    opened = open_embeddings(
+        args.target_pool, key=key_for(args, "target"), vector_column=args.vector_column, option="--target-pool"
+    )
+    drawn = pool_draw(opened.n_rows, anchors, args.seed)
+    if drawn is None:
+        return opened.read(progress=not args.quiet), f"{opened.describe()} (the target pool)"
+    parts = []
+    for start, block in opened.chunks():
+        inside = drawn[(drawn >= start) & (drawn < start + len(block))]
+        parts.append(block[inside - start])
+    line = f"{opened.describe()} (the target pool: {len(drawn):,} rows drawn at random, --seed {args.seed})"
+    return np.concatenate(parts), line
 
 
 def apply(args: argparse.Namespace) -> int:
