@@ -90,11 +90,14 @@ def _pairs(mode: str, old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.
     return (new, old) if mode == "query" else (old, new)
 
 
-def _bridge(mode, old, new, routes, seed, inner_folds) -> Bridge:
+def _bridge(mode, old, new, routes, seed, inner_folds, index=None) -> Bridge:
+    """The mode's bridge on the pairs; query-side, its held-out pairs are also ranked among ``index`` (the old
+    index's vectors: ``Bridge.fit(target_pool=...)``), the search the bridged queries will run."""
     source, target = _pairs(mode, old, new)
+    pool = index if mode == "query" else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BridgeWarning)
-        return Bridge(routes=list(routes), cv=inner_folds, seed=seed).fit(source, target)
+        return Bridge(routes=list(routes), cv=inner_folds, seed=seed).fit(source, target, target_pool=pool)
 
 
 def _fold_score(mode, bridge, index_old, train_rows, train_new, query_new, relevant_rows, metric) -> np.ndarray:
@@ -155,7 +158,7 @@ def fit_migration(
         if queries is not None:
             source_old = np.concatenate([source_old, prepare(queries.old, metric).numpy()])
             source_new = np.concatenate([source_new, prepare(queries.new, metric).numpy()])
-        bridges[mode] = _bridge(mode, source_old, source_new, routes, seed, inner_folds)
+        bridges[mode] = _bridge(mode, source_old, source_new, routes, seed, inner_folds, old_n)
     scores = _cross_validate(old_n, rows, new_n, queries, np.asarray(index_ids), bridges, metric, folds, seed)
     chosen = max(modes, key=lambda m: float(np.mean(scores[m])))
     return Migration(
