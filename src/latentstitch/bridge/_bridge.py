@@ -263,6 +263,12 @@ class Bridge(Persistable, BaseEstimator):
         extra = None if pool is None else rescale(pool, self.scale_)
         score = CONSUMER_SCORES[self.consumer]
         anchors = Anchors(source, target, parts, self.seed, head, reference, score, extra=extra)
+        if anchors.scored < len(parts):
+            scored = sum(map(len, anchors.queries))
+            self._pool_notes.append(
+                f"{anchors.scored} of the {len(parts)} folds were scored: they hold the {scored:,} held-out anchors "
+                f"scored at most (each map fitted on the other folds, {anchors.n_train:,}+ anchors)"
+            )
         self.dead_features_ = anchors.dead.tolist()  # held at their anchor mean by a translation route (_dead)
         self.dead_values_ = (anchors.target64[:, anchors.dead].mean(dim=0) / self.scale_).tolist()
         self._warn_inputs(s, t, anchors)
@@ -284,7 +290,7 @@ class Bridge(Persistable, BaseEstimator):
         counts = budget_counts(self.budget)
         blend = any(spec.name == "ensemble" for spec in specs)
         specs = [spec for spec in specs if spec.name != "ensemble"]
-        fits = len(specs) * len(anchors.parts) * (1 + len(usable_counts(counts, anchors)))
+        fits = len(specs) * anchors.scored * (1 + len(usable_counts(counts, anchors)))
         with progress_bar(progress) as bar, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RankDeficiencyWarning)
             warnings.simplefilter("always", ConvergenceWarning)

@@ -37,7 +37,7 @@ def anchor_budget(
     if not counts:
         return None
     rng = np.random.default_rng(anchors.seed + 1)
-    folds = range(len(anchors.parts))
+    folds = range(anchors.scored)
     rows = []
     for count in usable_counts(counts, anchors):
         subsets = [rng.choice(training_rows(anchors.parts, k), size=count, replace=False) for k in folds]

@@ -32,6 +32,7 @@ from latentstitch.bridge._pool import (
     partner_ranks,
     query_rows,
     r_squared,
+    scored_folds,
     squared_errors,
     translation_sims,
 )
@@ -97,7 +98,8 @@ class Anchors:
         self.dead = dead_features(self.target64)  # held at their training mean by translation routes (_dead)
         self.relative = RelativeCache(self.source_work, self.target_work, self.parts, extra)
         self.moments: PartMoments | None = None
-        self.queries = query_rows(self.parts, self.seed)
+        self.scored = scored_folds(self.parts)
+        self.queries = query_rows(self.parts[: self.scored], self.seed)
         total = sum(map(len, self.queries))
         share = min(1.0, PARAM_QUERIES / total)
         self.param_rows = [np.arange(len(q)) < max(2, round(len(q) * share)) for q in self.queries]
@@ -167,7 +169,7 @@ def cross_validate_route(
     outputs: dict[str, list[tuple[Fold, int, torch.Tensor]]] = {}
     params_of: dict[str, dict[str, Any]] = {}
     deficient = 0
-    for k in range(len(anchors.parts)):
+    for k in range(anchors.scored):
         train = training_rows(anchors.parts, k) if subsets is None else subsets[k]
         fold = anchors.fold(k, train, 0 if subsets is None else len(train))
         try:
@@ -183,7 +185,7 @@ def cross_validate_route(
             params_of.setdefault(key, params)
             outputs.setdefault(key, []).append((fold, k, output))
         advance()
-    folds_seen = len(anchors.parts)
+    folds_seen = anchors.scored
     outputs = {key: entries for key, entries in outputs.items() if len(entries) == folds_seen} or outputs
     best = next(iter(outputs))
     if len(outputs) > 1:  # compare the settings on a share of the queries, then score the best on all of them

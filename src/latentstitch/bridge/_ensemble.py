@@ -126,10 +126,10 @@ def ensemble_result(results: list[Any], anchors: Any) -> Any:
     spec = get_route("ensemble")
     partners = [anchors.target64[torch.as_tensor(q, device=anchors.target64.device)].float() for q in anchors.queries]
     # each fold's normal equations once: fold k's weights solve the sum over the other folds', the final the total
-    per_fold = [_normal_equations([m.bridged[j] for m in members], partners[j]) for j in range(len(anchors.parts))]
+    per_fold = [_normal_equations([m.bridged[j] for m in members], partners[j]) for j in range(anchors.scored)]
     total_gram, total_rhs = sum(g for g, _ in per_fold), sum(r for _, r in per_fold)
     folds = []
-    for k in range(len(anchors.parts)):
+    for k in range(anchors.scored):
         weights = _nnls(total_gram - per_fold[k][0], total_rhs - per_fold[k][1])
         combined = sum(float(w) * m.bridged[k].double() for w, m in zip(weights, members, strict=True))
         fold = anchors.fold(k, training_rows(anchors.parts, k))
