@@ -199,7 +199,10 @@ def pool_rows(
         + (f" (drawn at random from {given:,})" if given > rows.shape[0] + repeats else "")
     ]
     if repeats:
-        notes.append(f"{repeats:,} target_pool rows equal to an anchor's target vector were left out (the anchors)")
+        notes.append(
+            f"{repeats:,} target_pool rows equal to an anchor's target vector were left out (the anchors themselves, "
+            "or duplicates of them)"
+        )
     return rows, notes
 
 
