@@ -94,6 +94,11 @@ def test_a_large_pool_is_drawn_down_to_the_cap_with_the_seed():
     other, _ = pool_rows(pool, target, seed=2, cap=100)
     assert rows.shape == (100, 5) and torch.equal(rows, again) and not torch.equal(rows, other)
     assert "drawn at random from 500" in notes[0]
+    # a pool just above the cap keeps a random cap of it, not its first rows
+    small = rng.normal(size=(105, 5))
+    kept, _ = pool_rows(small, target, seed=1, cap=100)
+    where = {int(np.flatnonzero((small == row.numpy()).all(axis=1))[0]) for row in kept}
+    assert len(where) == 100 and max(where) >= 100
     assert all(any(torch.equal(row, torch.as_tensor(p)) for p in pool) for row in rows[:5])
 
 

@@ -190,8 +190,9 @@ def pool_rows(
     keep = ~_rows_in(rows, target)
     repeats = int((~keep).sum())
     rows = rows[torch.as_tensor(keep, device=rows.device)]
-    if rows.shape[0] > cap:
-        rows = rows[:cap]  # drawn at random already: the first cap of them are a random cap
+    if rows.shape[0] > cap:  # a random cap of them, in the pool's order
+        pick = np.sort(np.random.default_rng([seed, 14]).choice(rows.shape[0], size=cap, replace=False))
+        rows = rows[torch.as_tensor(pick, device=rows.device)]
     if rows.shape[0] == 0:
         raise ValueError("target_pool: every row is one of the anchors' target vectors; give the other items' vectors")
     notes = [
