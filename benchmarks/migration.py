@@ -15,7 +15,9 @@ the re-embedded reference (new model end to end over all documents), of each mod
 
 **apply**: 1M x 768 float32 vectors (``.npy``) through a linear (ridge) bridge into a new ``.npy``, against a floor
 measured in the same run: the same chunks read, multiplied by the same matrix with numpy and written to a
-memory-mapped ``.npy``. Peak anonymous memory (RssAnon, sampled) shows it is bounded by the chunk.
+memory-mapped ``.npy``. Peak anonymous memory (RssAnon, sampled) shows it is bounded by the chunk. ``--workers N``
+also runs it on a local Dask cluster of N worker processes (the cluster's start included; the workers' memory is
+not sampled).
 
 **query**: the query-side bridge on batches of 1,000 new-model queries (384 -> 384), time per query.
 
@@ -57,6 +59,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--budgets", default="0.01,0.05,0.1", help="re-embedded shares (default 0.01,0.05,0.1)")
     parser.add_argument("--pairs", default=None, help="only these old->new pairs, e.g. minilm-l6>use-m3 (default all)")
     parser.add_argument("--rows", type=int, default=1_000_000, help="apply: vectors migrated (default 1,000,000)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="apply: also run it on a local Dask cluster of this many worker processes (default 0: not run)",
+    )
 
 
 # --- quality -------------------------------------------------------------------------------------------------------
@@ -257,35 +265,39 @@ def apply_part(args) -> None:
         bias = migration.transform_corpus(np.zeros((1, width), np.float32))[0]
         weight = migration.transform_corpus(probe) - bias  # the bridge's own linear map, for the floor
         results = []
+        workers = int(getattr(args, "workers", 0) or 0)
+        names = ("floor", "apply") + ((f"apply on Dask ({workers} workers)",) if workers else ())
         for repeat in range(args.repeats if not args.quick else 1):
-            for name in ("floor", "apply"):
+            for name in names:
                 output = folder / f"{name}-{repeat}.npy"
                 with AnonymousPeak() as memory:
                     started = time.perf_counter()
                     if name == "floor":
                         floor(source, output, weight, bias, chunk)
                     else:
-                        apply_migration(migration, path, open_store(source, metric="ip"), output, chunk_rows=chunk)
+                        on = {"client": "local", "workers": workers} if name != "apply" else {}
+                        store = open_store(source, metric="ip")
+                        apply_migration(migration, path, store, output, chunk_rows=chunk, **on)
                     seconds = time.perf_counter() - started
                 results.append((name, repeat, seconds, memory.grown))
-                if name == "apply":
+                if name != "floor":
                     check = np.load(output, mmap_mode="r")[:1000]
                     expected = np.load(folder / f"floor-{repeat}.npy", mmap_mode="r")[:1000]
-                    assert np.allclose(check, expected, atol=1e-3), "apply and the floor disagree"
-                if name == "apply":
-                    for used in (output, folder / f"floor-{repeat}.npy"):
-                        used.unlink()
+                    assert np.allclose(check, expected, atol=1e-3), f"{name} and the floor disagree"
+                    output.unlink()
                     output.with_name(output.name + ".manifest.json").unlink(missing_ok=True)
+            (folder / f"floor-{repeat}.npy").unlink()
         table = []
-        for name in ("floor", "apply"):
+        for name in names:
             times = [s for n, _, s, _ in results if n == name]
             peak = max(m for n, _, _, m in results if n == name)
             median = float(np.median(times))
             table.append([name, median, rows / median * 60, peak])
-        ratio = float(np.median([a[2] / f[2] for f, a in zip(results[::2], results[1::2], strict=True)]))
+        per = len(names)
+        ratio = float(np.median([results[i + 1][2] / results[i][2] for i in range(0, len(results), per)]))
         print_table(
             f"apply: {rows:,} x {width} float32 through a ridge bridge, chunks of {chunk:,} (median of runs)",
-            ["method", "seconds", "vectors / minute", "peak anonymous MiB"],
+            ["method", "seconds", "vectors / minute", "peak anonymous MiB (this process; Dask workers not counted)"],
             table,
         )
         chunk_mib = chunk * width * 4 / 2**20
