@@ -8,7 +8,9 @@ fit: SOURCE holds the new model's vectors of some anchor items, TARGET the old m
 raw vectors, a low-rank affine map, Procrustes, a stacked blend; relative representations: cosine, centred,
 robust) is scored by 5-fold cross-validation on the anchors, without labels: each held-out anchor is bridged by a
 map fitted without it and ranked against every TARGET vector (MRR, top-1, Recall@10), its 10 nearest TARGET vectors
-are compared with the true ones (kNN overlap), and R^2 is measured in TARGET's own units.
+are compared with the true ones (kNN overlap), and R^2 is measured in TARGET's own units. With --target-pool
+OLD_INDEX (the old model's vectors of your other items) the held-out anchors are ranked among those too: with few
+anchors, the choice and the expected Recall@10 then read a search of your index's size.
 
 The rule: among the routes clearly better than shuffled pairs (held-out MRR at least 3 standard errors above
 chance), the highest held-out score of the consumer (--consumer: index, the default, reads MRR; scaled_head, a
