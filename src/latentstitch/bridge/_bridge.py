@@ -258,14 +258,14 @@ class Bridge(Persistable, BaseEstimator):
         self.scale_ = anchor_scale(s, t)  # a power of two: 1.0 unless the magnitudes would overflow or underflow
         reference = None if head is None else predictions(head, target)
         head = None if head is None else head_at_scale(head, self.scale_, target.dtype)
-        pool, self._pool_notes = pool_rows(target_pool, t, self.seed)
+        pool, self._quiet_notes = pool_rows(target_pool, t, self.seed)  # said in notes_, not warned
         source, target = rescale(source, self.scale_), rescale(target, self.scale_)
         extra = None if pool is None else rescale(pool, self.scale_)
         score = CONSUMER_SCORES[self.consumer]
         anchors = Anchors(source, target, parts, self.seed, head, reference, score, extra=extra)
         if anchors.scored < len(parts):
             scored = sum(map(len, anchors.queries))
-            self._pool_notes.append(
+            self._quiet_notes.append(
                 f"{anchors.scored} of the {len(parts)} folds were scored: they hold the {scored:,} held-out anchors "
                 f"scored at most (each map fitted on the other folds, {anchors.n_train:,}+ anchors)"
             )
@@ -304,7 +304,7 @@ class Bridge(Persistable, BaseEstimator):
         return results, budget, sum(issubclass(w.category, ConvergenceWarning) for w in caught)
 
     def _choose(self, results: list[RouteResult], budget: list[BudgetRow] | None, anchors: Anchors) -> RouteResult:
-        self.notes_ = list(getattr(self, "_input_notes", [])) + list(getattr(self, "_pool_notes", []))
+        self.notes_ = list(getattr(self, "_input_notes", [])) + list(getattr(self, "_quiet_notes", []))
         self.criterion_ = "agreement" if anchors.head is not None else "label-free"
         self.selection_score_ = anchors.primary
         chosen_row, self.reliable_ = select_route([result.score for result in results], anchors.primary)

@@ -30,6 +30,7 @@ import torch
 
 from latentstitch._core.arrays import as_float_tensor
 from latentstitch._core.numerics import matmul, unit_rows
+from latentstitch.bridge._validate import as_anchor_array
 from latentstitch.distributed._arrays import is_dask_array
 
 #: k of Recall@k and of the neighbourhoods compared by ``jaccard``.
@@ -168,8 +169,8 @@ def pool_rows(
     if pool is None:
         return None, []
     cap = MAX_POOL if cap is None else cap
-    if not (is_dask_array(pool) or isinstance(pool, (np.ndarray, torch.Tensor))):
-        pool = as_float_tensor(pool, "target_pool", ndim=2)
+    if not is_dask_array(pool):  # lists and other array-likes as numpy, as for the anchors
+        pool = as_anchor_array(pool, "target_pool")
     if getattr(pool, "ndim", None) != 2:
         raise ValueError(f"target_pool: expected a 2-D array (vectors x features), got shape {tuple(pool.shape)}")
     given, width = int(pool.shape[0]), int(pool.shape[1])
