@@ -37,6 +37,8 @@ def tiny():
         alphas=(0.0, 0.3),
         lambdas=(0.0, 0.5, 1.0),
         mode_threshold=0.0,  # every random-init run kept, so Experiment 6 interpolates (from the checkpoint)
+        cka_penalty_sweep=(0.3, QUICK.cka_penalty, 10.0),  # two sweep runs and two ranks: stages kept one by one
+        ranks=(2, 4),
     )
 
 
@@ -103,23 +105,24 @@ def test_resumed_run_equals_uninterrupted(tmp_path, tiny, checkpointed, uninterr
     assert logged[0].startswith("resuming from")
 
 
-def test_a_run_stopped_inside_figure2_resumes_at_its_layer(tmp_path, tiny, checkpointed, uninterrupted):
-    """Figure 2 keeps each (direction, layer) as a stage: a run stopped after its first layer trains only the rest
-    again and gives the uninterrupted numbers."""
+@pytest.mark.parametrize("parts", ["figure2_seed*", "figure5_sweep_weight*", "figure7_*"])
+def test_a_run_stopped_inside_a_long_stage_resumes_where_it_stopped(tmp_path, tiny, checkpointed, uninterrupted, parts):
+    """Figure 2 keeps each (direction, layer) as a stage, the CKA-penalty sweep each weight, Figure 7 each (layer,
+    rank): a run stopped after the first of them trains only the rest again and gives the uninterrupted numbers."""
     from latentstitch.experiments.frankenstein import measure
 
     folder = tmp_path / "checkpoint"
     shutil.copytree(checkpointed[0], folder)
-    for stage in STAGES:
+    for stage in [*STAGES, "figure5_sweep"]:
         (folder / f"{stage}.json").unlink()
-    layers = sorted(path.stem for path in folder.glob("figure2_seed*.json"))
-    assert len(layers) == 2 * len(tiny.layers)
-    for name in layers[1:]:
+    kept = sorted(path.stem for path in folder.glob(f"{parts}.json"))
+    assert len(kept) >= 2
+    for name in kept[1:]:
         (folder / f"{name}.json").unlink()
     resumed = Checkpoint(folder, _settings(tiny), resume=True, log=lambda _: None)
     again = measure(tiny, False, resumed)
     assert json.dumps(_numbers(again), sort_keys=True) == json.dumps(uninterrupted, sort_keys=True)
-    assert layers[0] in resumed.resumed and not set(layers[1:]) & set(resumed.resumed)
+    assert kept[0] in resumed.resumed and not set(kept[1:]) & set(resumed.resumed)
 
 
 def test_other_settings_refused(tmp_path, tiny):

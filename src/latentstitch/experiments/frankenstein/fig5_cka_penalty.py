@@ -37,9 +37,14 @@ def measure(context: Context, weight: float | None = None) -> dict[str, Any]:
 def measure_sweep(context: Context) -> list[dict[str, Any]]:
     """Experiment 4 at every weight of ``cka_penalty_sweep`` other than the main one (the paper does not state its
     weight, so a sweep shows whether the plateau is a setting): end CKA, relative accuracy, and the CKA a quarter
-    of the way through (a plateau reached early is not a budget effect)."""
+    of the way through (a plateau reached early is not a budget effect). Each weight is a stage of its own in the
+    run's checkpoint (a full training at the paper's budget), so an interrupted run resumes at the weight it stopped
+    in; every run is seeded, so the numbers are those of one uninterrupted sweep."""
     weights = [w for w in context.config.cka_penalty_sweep if w != context.config.cka_penalty]
-    return [sweep_row(measure(context, weight)) for weight in weights]
+    return [
+        context.checkpoint.numbers(f"figure5_sweep_weight{weight:g}", lambda w=weight: sweep_row(measure(context, w)))
+        for weight in weights
+    ]
 
 
 def sweep_row(numbers: dict[str, Any]) -> dict[str, Any]:

@@ -14,19 +14,28 @@ from latentstitch.stitching import ReducedRank, fit_direct, fit_task_loss, stitc
 
 
 def measure(context: Context) -> list[dict[str, Any]]:
+    """Per layer and rank: the least-squares matching truncated by SVD against a trained bottleneck. Each (layer,
+    rank) is a stage of its own in the run's checkpoint, so an interrupted run resumes at the one it stopped in (every
+    training is seeded: the numbers are those of one uninterrupted run)."""
     config = context.config
     model_a, model_b = context.pair()
-    rows = []
-    for layer in config.rank_layers:
-        for rank in config.ranks:
-            context.stage(f"Figure 7: {layer}, rank {rank}")
-            direct = fit_direct(ReducedRank(rank), model_a, model_b, layer, layer, context.direct_data)
-            svd = context.metrics(stitch(model_a, model_b, layer, layer, direct))["relative_accuracy"]
-            bottleneck = stitch(model_a, model_b, layer, layer)
-            fit_task_loss(bottleneck, context.stitch_data, **context.task_loss(sweep=True, rank=rank, init="random"))
-            trained = context.metrics(bottleneck)["relative_accuracy"]
-            rows.append({"layer": layer, "rank": rank, "channels": direct.n_features_in_, "svd": svd, "task": trained})
-    return rows
+    return [
+        context.checkpoint.numbers(
+            f"figure7_{layer}_rank{rank}", lambda layer=layer, rank=rank: _row(context, model_a, model_b, layer, rank)
+        )
+        for layer in config.rank_layers
+        for rank in config.ranks
+    ]
+
+
+def _row(context: Context, model_a, model_b, layer: str, rank: int) -> dict[str, Any]:
+    context.stage(f"Figure 7: {layer}, rank {rank}")
+    direct = fit_direct(ReducedRank(rank), model_a, model_b, layer, layer, context.direct_data)
+    svd = context.metrics(stitch(model_a, model_b, layer, layer, direct))["relative_accuracy"]
+    bottleneck = stitch(model_a, model_b, layer, layer)
+    fit_task_loss(bottleneck, context.stitch_data, **context.task_loss(sweep=True, rank=rank, init="random"))
+    trained = context.metrics(bottleneck)["relative_accuracy"]
+    return {"layer": layer, "rank": rank, "channels": direct.n_features_in_, "svd": svd, "task": trained}
 
 
 def table(rows: list[dict[str, Any]]) -> ResultTable:
