@@ -39,6 +39,7 @@ def tiny():
         mode_threshold=0.0,  # every random-init run kept, so Experiment 6 interpolates (from the checkpoint)
         cka_penalty_sweep=(0.3, QUICK.cka_penalty, 10.0),  # two sweep runs and two ranks: stages kept one by one
         ranks=(2, 4),
+        width_layers=("bn2", "bn7"),
     )
 
 
@@ -105,10 +106,11 @@ def test_resumed_run_equals_uninterrupted(tmp_path, tiny, checkpointed, uninterr
     assert logged[0].startswith("resuming from")
 
 
-@pytest.mark.parametrize("parts", ["figure2_seed*", "figure5_sweep_weight*", "figure7_*"])
+@pytest.mark.parametrize("parts", ["figure2_seed*", "figure5_sweep_weight*", "figure7_*", "experiment2_width*"])
 def test_a_run_stopped_inside_a_long_stage_resumes_where_it_stopped(tmp_path, tiny, checkpointed, uninterrupted, parts):
     """Figure 2 keeps each (direction, layer) as a stage, the CKA-penalty sweep each weight, Figure 7 each (layer,
-    rank): a run stopped after the first of them trains only the rest again and gives the uninterrupted numbers."""
+    rank), Experiment 2 each (width, layer): a run stopped after the first of them trains only the rest again and
+    gives the uninterrupted numbers."""
     from latentstitch.experiments.frankenstein import measure
 
     folder = tmp_path / "checkpoint"

@@ -17,7 +17,9 @@ from latentstitch.stitching import LeastSquares, TaskLoss, sweep
 
 
 def measure(context: Context, figure2: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """``{width: {layer: relative accuracy}}`` (widths as strings, for JSON)."""
+    """``{width: {layer: relative accuracy}}`` (widths as strings, for JSON). Each (width, layer) is a stage of its
+    own in the run's checkpoint, so an interrupted run resumes at the one it stopped in; every layer's training is
+    seeded on its own, so the numbers are those of one sweep over the layers."""
     config = context.config
     main = fig2_layers.sweep_results(figure2)[0]
     out: dict[str, dict[str, float]] = {}
@@ -27,19 +29,34 @@ def measure(context: Context, figure2: dict[str, Any]) -> dict[str, dict[str, fl
             continue
         model_a, model_b = context.pair(width)
         context.stage(f"Experiment 2: width x{width / config.widths[0]:g}")
-        result = sweep(
-            model_a,
-            model_b,
-            config.width_layers,
-            {"least squares": LeastSquares(), "task loss": TaskLoss(**context.task_loss(sweep=True))},
-            data=context.stitch_data,
-            eval_data=context.eval_data,
-            direct_data=context.direct_data,
-            progress=False,
-            client=grid_client(),  # each layer a task on the cluster of reproduce --workers N, if any
-        )
-        out[f"{width:g}"] = {layer: result.value(layer, "task loss") for layer in config.width_layers}
+        names = {layer: f"experiment2_width{width:g}_{layer}" for layer in config.width_layers}
+        missing = [layer for layer in config.width_layers if not context.checkpoint.has(names[layer])]
+        client = grid_client()  # the missing layers at once on the cluster of reproduce --workers N, if any
+        batch = _sweep(context, model_a, model_b, missing, client) if client is not None and missing else None
+
+        def layer_value(layer: str, model_a=model_a, model_b=model_b, batch=batch) -> float:
+            result = batch if batch is not None else _sweep(context, model_a, model_b, [layer])
+            return result.value(layer, "task loss")
+
+        out[f"{width:g}"] = {
+            layer: context.checkpoint.numbers(names[layer], lambda layer=layer: layer_value(layer))
+            for layer in config.width_layers
+        }
     return out
+
+
+def _sweep(context: Context, model_a, model_b, layers: list[str], client: Any = None):
+    return sweep(
+        model_a,
+        model_b,
+        layers,
+        {"least squares": LeastSquares(), "task loss": TaskLoss(**context.task_loss(sweep=True))},
+        data=context.stitch_data,
+        eval_data=context.eval_data,
+        direct_data=context.direct_data,
+        progress=False,
+        client=client,
+    )
 
 
 def means(numbers: dict[str, dict[str, float]], config: Config) -> list[float]:
