@@ -42,7 +42,11 @@ def weaker_own(run: dict, figure: str) -> float:
 
 
 def best(run: dict, figure: str) -> tuple[float, str]:
+    """The best realised ``figure`` of any route of the run (nan without the every-route table: a run that has
+    only some fits knows no best route, and its pick is not "within" of anything)."""
     lib = run["library"]
+    if not any(figure in r.get("realised", {}) for r in lib.get("routes") or []):
+        return float("nan"), "-"
     candidates = [(r["realised"][figure], r["route"]) for r in lib["routes"] if figure in r.get("realised", {})]
     candidates += [(f["realised"][figure], f["route"]) for f in lib["fits"].values() if figure in f["realised"]]
     return max(candidates) if candidates else (float("nan"), "-")
@@ -75,7 +79,7 @@ def fit_figures(run: dict, kind: str) -> dict | None:
         "best": top,
         "best_route": top_route,
         "best_ratio": top / own,
-        "within": bool(top - value <= TOLERANCE + 1e-12),
+        "within": None if top != top else bool(top - value <= TOLERANCE + 1e-12),
         "estimate": (est["value"], est["low"], est["high"]),
         "realised": truth,
         "covered": None if truth is None else bool(est["low"] - 1e-9 <= truth <= est["high"] + 1e-9),
@@ -87,11 +91,14 @@ def fit_figures(run: dict, kind: str) -> dict | None:
 def goals(runs: list[dict], kind: str) -> dict:
     """Share within 0.01 of the best, coverage, and per goal budget the directions (mean over seeds) meeting it."""
     within, covered, covered_old, directions, best_dirs = [], [], [], defaultdict(list), defaultdict(list)
+    count = 0
     for run in runs:
         f = fit_figures(run, kind)
         if f is None:
             continue
-        within.append(f["within"])
+        count += 1
+        if f["within"] is not None:
+            within.append(f["within"])
         if f["covered"] is not None:
             covered.append(f["covered"])
             covered_old.append(f["covered_run_time"])
@@ -99,8 +106,9 @@ def goals(runs: list[dict], kind: str) -> dict:
         directions[key].append(f["ratio"])
         best_dirs[key].append(f["best_ratio"])
     out = {
-        "runs": len(within),
+        "runs": count,
         "within": float(np.mean(within)) if within else None,
+        "within_of": len(within),  # runs with the every-route table (index/all): only they know the best route
         "coverage": float(np.mean(covered)) if covered else None,
         "coverage_before": float(np.mean(covered_old)) if covered_old else None,
     }
@@ -109,7 +117,8 @@ def goals(runs: list[dict], kind: str) -> dict:
         if means:
             out[f"meeting_{budget}"] = [sum(m >= goal for m in means.values()), len(means)]
             out[f"worst_{budget}"] = min(means.values())
-            bests = [float(np.mean(best_dirs[k])) for k in means]
+            known = [[v for v in best_dirs[k] if v == v] for k in means]  # runs with the every-route table
+            bests = [float(np.mean(v)) for v in known if v]
             out[f"best_meeting_{budget}"] = [sum(m >= goal for m in bests), len(bests)]
     return out
 
@@ -149,6 +158,7 @@ def summary(runs: list[dict]) -> dict:
 GOAL_COLUMNS = (
     "runs",
     "within",
+    "within_of",
     "coverage",
     "coverage_before",
     "meeting_768",
@@ -166,7 +176,8 @@ def tables(runs: list[dict], study: dict) -> list[str]:
         "Fit kinds: `<consumer>/auto` = `Bridge(consumer=c)` with its default routes, `/all` = with every route, "
         "`/head` = `Bridge(consumer=c).fit(..., head=the target's trained head)`. Judged by: index -> Recall@10 "
         "among all items, scaled_head -> macro-F1 of StandardScaler + LR, raw_head -> macro-F1 of LR on raw "
-        "vectors. `within`: share of runs whose pick is within 0.01 of the best route of the run; `coverage`: "
+        "vectors. `within`: share of runs whose pick is within 0.01 of the best route of the run, over the "
+        "`within_of` runs that have the every-route table (`index/all`; the others know no best route); `coverage`: "
         "share whose `estimate_` 90% interval (as `_estimate.estimate` computes it now, from the run's recorded "
         "held-out hits) covers the realised figure in the estimate's units (Recall@10 among a pool of the estimate's "
         "size; agreement with the head), `coverage_before`: the interval the library gave before this change "
@@ -220,11 +231,12 @@ def _direction_lines(runs: list[dict]) -> list[str]:
                 continue
             f0 = figures[0]
             ratio = np.mean([f["ratio"] for f in figures])
-            best_ratio = np.mean([f["best_ratio"] for f in figures])
+            known = [f["best_ratio"] for f in figures if f["best_ratio"] == f["best_ratio"]]
+            best_ratio = f"{np.mean(known):.3f}" if known else "-"  # "-": no run with the every-route table
             v, lo, hi = f0["estimate"]
             real = "-" if f0["realised"] is None else f"{f0['realised']:.3f}"
             est = f"est {v:.3f} [{lo:.3f}, {hi:.3f}] vs {real}"
-            cells.append(f"{f0['route']} {ratio:.3f} / best {best_ratio:.3f}; {est}")
+            cells.append(f"{f0['route']} {ratio:.3f} / best {best_ratio}; {est}")
         head = f"| {half[:3]} | {source} -> {target} ({item_set}) | {budget} | {len(members)} | "
         lines.append(head + " | ".join(cells) + " |")
     return [*lines, ""]
