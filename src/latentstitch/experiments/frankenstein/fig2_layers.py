@@ -43,7 +43,7 @@ def measure(context: Context) -> dict[str, Any]:
         missing = [layer for layer in config.layers if not context.checkpoint.has(names[layer])]
         batch = None
         if client is not None and missing:  # the missing layers at once on the cluster, each then kept
-            batch = _sweep(context, model_a, model_b, missing, methods, client)
+            batch = layer_sweep(context, model_a, model_b, missing, methods, client)
         parts = [
             context.checkpoint.numbers(names[layer], partial(_layer, context, model_a, model_b, layer, methods, batch))
             for layer in config.layers
@@ -57,7 +57,8 @@ def measure(context: Context) -> dict[str, Any]:
     return {"sweeps": sweeps, "identity_cross_entropy": identity_ce, "cka_after_task_loss": cka_after}
 
 
-def _sweep(context: Context, model_a, model_b, layers: list[str], methods: dict[str, Any], client: Any = None):
+def layer_sweep(context: Context, model_a, model_b, layers: list[str], methods: dict[str, Any], client: Any = None):
+    """``stitching.sweep`` of ``methods`` at ``layers`` on the run's data (on the cluster of ``client``, if any)."""
     return sweep(
         model_a,
         model_b,
@@ -74,9 +75,8 @@ def _sweep(context: Context, model_a, model_b, layers: list[str], methods: dict[
 def _layer(context: Context, model_a, model_b, layer: str, methods: dict[str, Any], batch: Any) -> dict[str, Any]:
     """One layer of one direction: every method's rows, identity stitching's cross-entropy and the CKA between the
     task-loss stitched activations and B's."""
-    result = (
-        batch if batch is not None and layer in batch.layers else _sweep(context, model_a, model_b, [layer], methods)
-    )
+    done = batch is not None and layer in batch.layers
+    result = batch if done else layer_sweep(context, model_a, model_b, [layer], methods)
     plain = stitch(model_a, model_b, layer, layer, "identity", example=context.probe)
     stitched = stitch(model_a, model_b, layer, layer, result.stitching_layers[layer, "task loss"])
     acts_a = get_activations(model_a, context.probe, layer)

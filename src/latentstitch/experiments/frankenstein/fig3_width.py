@@ -13,7 +13,7 @@ from latentstitch.experiments._report import ResultTable
 from latentstitch.experiments.frankenstein import fig2_layers
 from latentstitch.experiments.frankenstein.config import Config
 from latentstitch.experiments.frankenstein.context import Context, new_figure, save
-from latentstitch.stitching import LeastSquares, TaskLoss, sweep
+from latentstitch.stitching import LeastSquares, TaskLoss
 
 
 def measure(context: Context, figure2: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -27,15 +27,18 @@ def measure(context: Context, figure2: dict[str, Any]) -> dict[str, dict[str, fl
         if width == config.width:
             out[f"{width:g}"] = {layer: main.value(layer, "task loss") for layer in config.width_layers}
             continue
-        model_a, model_b = context.pair(width)
+        pair = context.pair(width)
+        methods = {"least squares": LeastSquares(), "task loss": TaskLoss(**context.task_loss(sweep=True))}
         context.stage(f"Experiment 2: width x{width / config.widths[0]:g}")
         names = {layer: f"experiment2_width{width:g}_{layer}" for layer in config.width_layers}
         missing = [layer for layer in config.width_layers if not context.checkpoint.has(names[layer])]
         client = grid_client()  # the missing layers at once on the cluster of reproduce --workers N, if any
-        batch = _sweep(context, model_a, model_b, missing, client) if client is not None and missing else None
+        batch = None
+        if client is not None and missing:
+            batch = fig2_layers.layer_sweep(context, *pair, missing, methods, client)
 
-        def layer_value(layer: str, model_a=model_a, model_b=model_b, batch=batch) -> float:
-            result = batch if batch is not None else _sweep(context, model_a, model_b, [layer])
+        def layer_value(layer: str, pair=pair, methods=methods, batch=batch) -> float:
+            result = batch if batch is not None else fig2_layers.layer_sweep(context, *pair, [layer], methods)
             return result.value(layer, "task loss")
 
         out[f"{width:g}"] = {
@@ -43,20 +46,6 @@ def measure(context: Context, figure2: dict[str, Any]) -> dict[str, dict[str, fl
             for layer in config.width_layers
         }
     return out
-
-
-def _sweep(context: Context, model_a, model_b, layers: list[str], client: Any = None):
-    return sweep(
-        model_a,
-        model_b,
-        layers,
-        {"least squares": LeastSquares(), "task loss": TaskLoss(**context.task_loss(sweep=True))},
-        data=context.stitch_data,
-        eval_data=context.eval_data,
-        direct_data=context.direct_data,
-        progress=False,
-        client=client,
-    )
 
 
 def means(numbers: dict[str, dict[str, float]], config: Config) -> list[float]:
