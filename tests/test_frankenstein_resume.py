@@ -211,3 +211,23 @@ def test_run_time_counts_the_interrupted_runs_work(tmp_path, tiny):
     resumed = Checkpoint(folder, _settings(tiny), resume=True, log=lambda _: None)
     assert resumed.seconds() >= 0.2  # the report's run time is the whole run's, not the last session's
     assert resumed.numbers("figure2", dict) == {"a": 1}
+
+
+def test_a_saved_run_drawn_again_keeps_its_setting_and_draws_the_sweep(tmp_path, tiny, checkpointed):
+    """``render_saved`` redraws a run of hours from its results.json: the thread count is the run's (not this
+    process's), and the CKA-penalty sweep gets its trade-off figure."""
+    from latentstitch.experiments.frankenstein import measure, render, render_saved
+
+    folder = tmp_path / "checkpoint"
+    shutil.copytree(checkpointed[0], folder)
+    numbers = measure(tiny, False, Checkpoint(folder, _settings(tiny), resume=True, log=lambda _: None))
+    render(numbers, tiny, tmp_path, quick=True, seconds=None).write(tmp_path)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(threads + 1)
+    try:
+        again = render_saved(tmp_path / "results.json", tmp_path / "again")
+    finally:
+        torch.set_num_threads(threads)
+    assert again.setting["threads"] == numbers["threads"] == 1
+    assert (tmp_path / "again" / "fig5_sweep.png").stat().st_size > 0
+    assert "Experiment 4: sweep of the CKA-penalty weight" in again.figures

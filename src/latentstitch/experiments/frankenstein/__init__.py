@@ -133,6 +133,7 @@ def measure(
     return {
         "config": asdict(config),
         "device": device,
+        "threads": torch.get_num_threads(),
         "base_accuracy": [
             {"width": w, "seed": s, "accuracy": a} for (w, s), a in sorted(context.base_accuracy.items())
         ],
@@ -178,6 +179,15 @@ def draw(numbers: dict[str, Any], config: Config, out_dir: Path) -> dict[str, st
         ),
         "Figure 5: CKA penalised, accuracy kept": fig5_cka_penalty.plot(
             numbers["figure5"], out_dir / "fig5_low_cka.png"
+        ),
+        **(
+            {
+                "Experiment 4: sweep of the CKA-penalty weight": fig5_cka_penalty.plot_sweep(
+                    numbers["figure5"], numbers["figure5_sweep"], out_dir / "fig5_sweep.png"
+                )
+            }
+            if numbers.get("figure5_sweep")
+            else {}
         ),
         "Figure 6: relative accuracy by initialisation": fig6_init.plot(
             numbers["experiment5"], out_dir / "fig6_init.png"
@@ -239,17 +249,25 @@ def setting(numbers: dict[str, Any], config: Config) -> dict[str, Any]:
         f"on {config.n_direct} training images (every spatial position a sample); task loss: soft labels from "
         f"model B, Adam 1e-3, lr x0.1 after 1/3 and 2/3 of the steps, batch {config.stitch_batch}, on "
         f"{config.n_stitch} images, least-squares init; both networks frozen",
-        "optimisation budget": f"{config.stitch_epochs} epochs = {config.steps(config.stitch_epochs):,} Adam steps "
-        f"per stitching layer in Figures 4-5 and Experiments 5-6 at {', '.join(config.long_layers)}; "
-        f"{config.sweep_epochs} epochs = {config.steps(config.sweep_epochs):,} steps in Figures 2, 3, 7, 8 and "
-        "Experiments 5-6 at the other layers (paper: 30 epochs of "
-        "50,000 images at batch 128, ~11,700 steps, everywhere)",
+        "optimisation budget": _budget(config) + " (paper: 30 epochs of 50,000 images at batch 128, ~11,700 steps, "
+        "everywhere)",
         "evaluation": f"relative accuracy = accuracy(stitched) / accuracy(model B) on {config.n_test} test images",
         "pairs": f"seed {config.seeds[0]} -> {config.seeds[1]} and back (Figure 2); {config.seeds[0]} -> "
         f"{config.seeds[1]} elsewhere",
-        "threads": torch.get_num_threads(),
+        "threads": numbers.get("threads", torch.get_num_threads()),
         "device": numbers.get("device", "cpu"),
     }
+
+
+def _budget(config: Config) -> str:
+    """The task-loss budget per stitching layer, in words."""
+    long = f"{config.stitch_epochs} epochs = {config.steps(config.stitch_epochs):,} Adam steps per stitching layer"
+    if config.sweep_epochs == config.stitch_epochs:
+        return f"{long} in every figure and experiment"
+    return (
+        f"{long} in Figures 4-5 and Experiments 5-6 at {', '.join(config.long_layers)}; {config.sweep_epochs} epochs "
+        f"= {config.steps(config.sweep_epochs):,} steps in Figures 2, 3, 7, 8 and Experiments 5-6 at the other layers"
+    )
 
 
 def differences(config: Config, quick: bool) -> list[str]:
@@ -300,6 +318,8 @@ def render_saved(results_json: str | Path, out_dir: str | Path | None = None) ->
 
     saved = json.loads(Path(results_json).read_text())
     numbers = saved["numbers"]
+    if "threads" not in numbers and isinstance(saved.get("setting"), dict) and "threads" in saved["setting"]:
+        numbers["threads"] = saved["setting"]["threads"]  # a run saved before the numbers kept their thread count
     config = Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in numbers["config"].items()})
     target = Path(out_dir) if out_dir is not None else Path(results_json).parent
     return render(numbers, config, target, quick=bool(saved.get("quick")), seconds=saved.get("seconds"))

@@ -112,3 +112,26 @@ def plot(numbers: dict[str, Any], path: Path) -> str:
     ax.legend(handles + more, labels + more_labels, fontsize=8, loc="center right")
     ax.set_title(f"Fig. 5: Tiny-10 stitched to itself at {numbers['layer']}, CKA penalised", fontsize=11)
     return save(figure, path)
+
+
+def plot_sweep(main: dict[str, Any], sweep: list[dict[str, Any]], path: Path) -> str:
+    """The sweep of the CKA-penalty weight as a trade-off: CKA at the end against relative accuracy, one point per
+    weight (the main run's marked), with the paper's claim (CKA < 0.7 at essentially unchanged accuracy) shaded."""
+    figure, (ax,) = new_figure(6, 4.4)
+    rows = sorted([sweep_row(main), *sweep], key=lambda r: r["weight"] if r["weight"] is not None else 0.0)
+    accuracy = [r["relative_accuracy"] for r in rows]
+    bottom, top = min(0.9, min(accuracy) - 0.02), 1.01
+    ax.fill_between([0.0, 0.7], 0.95, top, color="0.88", zorder=0, label="paper: CKA < 0.7, accuracy kept")
+    ax.plot([r["cka_end"] for r in rows], accuracy, "-o", color="C0", label="one training per weight")
+    for r in rows:
+        label = f"weight {r['weight']:g}" + (" (main run)" if r["weight"] == main.get("weight") else "")
+        ax.annotate(
+            label, (r["cka_end"], r["relative_accuracy"]), textcoords="offset points", xytext=(6, -10), fontsize=8
+        )
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(bottom, top)
+    ax.set_xlabel("CKA(stitched, own) at the end of training")
+    ax.set_ylabel("relative accuracy")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(f"Experiment 4 at {main['layer']}: sweep of the CKA-penalty weight", fontsize=11)
+    return save(figure, path)
