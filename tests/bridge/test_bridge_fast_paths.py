@@ -25,7 +25,9 @@ def _pair(seed, n, p, q):
 
 
 @pytest.mark.parametrize("shape", [(120, 10, 14), (40, 60, 50)])  # more anchors than features, and fewer
-@pytest.mark.parametrize("name", ["ridge", "ridge_raw", "low_rank", "procrustes_scaled", "procrustes"])
+@pytest.mark.parametrize(
+    "name", ["ridge", "ridge_raw", "low_rank", "procrustes_scaled", "procrustes_norm", "procrustes"]
+)
 def test_a_fast_path_bridges_held_out_anchors_as_the_estimator_fitted_on_the_fold(name, shape):
     source, target = _pair(0, *shape)
     anchors = Anchors(source, target, np.array_split(np.random.default_rng(1).permutation(shape[0]), 4), 0)
@@ -160,7 +162,9 @@ def test_near_dead_target_features_are_named_and_r2_scaled_shows_what_a_standard
 
 
 @pytest.mark.parametrize("shape", [(120, 10, 14), (40, 60, 50)])
-@pytest.mark.parametrize("name", ["ridge", "ridge_raw", "low_rank", "procrustes_scaled", "procrustes"])
+@pytest.mark.parametrize(
+    "name", ["ridge", "ridge_raw", "low_rank", "procrustes_scaled", "procrustes_norm", "procrustes"]
+)
 def test_float32_anchors_take_the_fast_path_in_float32_within_float32_rounding(name, shape):
     """float32 anchors are decomposed in float32: the bridged held-out anchors stay within float32 rounding (relative
     to the target's spread) of the route's estimator fitted on the fold, and come out in float32."""

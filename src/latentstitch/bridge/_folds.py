@@ -61,6 +61,7 @@ class Basis:
     queries: torch.Tensor  # (n_q, m): scaled, centred queries in the basis V
     trace: float
     features: int
+    trace_y: float  # the target's centred sum of squares over the training rows
     polar: dict[bool, Any] = field(default_factory=dict)  # Polar per target scaling
 
 
@@ -140,10 +141,12 @@ def _basis(fold: Fold, standardize: bool, decompose: bool = True) -> Basis:
         trace = float((xx.diagonal() / scale_x**2).sum())
         if not decompose:
             queries = (fold.source[torch.as_tensor(fold.queries, device=xx.device)] - mean_x) / scale_x
-            return Basis(mean_x, scale_x, mean_y, scale_y, None, xy / scale_x[:, None], queries, trace, p)
+            a = xy / scale_x[:, None]
+            return Basis(mean_x, scale_x, mean_y, scale_y, None, a, queries, trace, p, float(yy.sum()))
         e, v = torch.linalg.eigh(xx / torch.outer(scale_x, scale_x))
         e = e.clamp(min=0)
         a = v.T @ (xy / scale_x[:, None])
+        trace_y = float(yy.sum())
     else:
         index = torch.as_tensor(fold.train, device=fold.source.device)
         x, y = fold.source[index], fold.target[index]
@@ -151,7 +154,7 @@ def _basis(fold: Fold, standardize: bool, decompose: bool = True) -> Basis:
         xc, yc = x - mean_x, y - mean_y
         scale_x, scale_y = _scales(xc.pow(2).mean(dim=0), standardize), _scales(yc.pow(2).mean(dim=0), standardize)
         xc = xc / scale_x
-        trace = float(xc.pow(2).sum())
+        trace, trace_y = float(xc.pow(2).sum()), float(yc.pow(2).sum())
         if n >= p:
             e, v = torch.linalg.eigh(matmul(xc.T, xc))
             e = e.clamp(min=0)
@@ -163,9 +166,9 @@ def _basis(fold: Fold, standardize: bool, decompose: bool = True) -> Basis:
             a = e.sqrt()[:, None] * (u.T @ yc)
             # the queries in the basis V = Xc^T U / sqrt(e), without forming V (p x n)
             z = (fold.source[torch.as_tensor(fold.queries, device=xc.device)] - mean_x) / scale_x
-            return Basis(mean_x, scale_x, mean_y, scale_y, e, a, ((z @ xc.T) @ u) / e.sqrt(), trace, p)
+            return Basis(mean_x, scale_x, mean_y, scale_y, e, a, ((z @ xc.T) @ u) / e.sqrt(), trace, p, trace_y)
     queries = ((fold.source[torch.as_tensor(fold.queries, device=v.device)] - mean_x) / scale_x) @ v
-    return Basis(mean_x, scale_x, mean_y, scale_y, e, a, queries, trace, p)
+    return Basis(mean_x, scale_x, mean_y, scale_y, e, a, queries, trace, p, trace_y)
 
 
 def ridge_candidates(fold: Fold, standardize: bool, ridges=RIDGES) -> list[Candidate]:
@@ -248,12 +251,15 @@ def _polar(b: Basis, scaled_target: bool) -> Polar:
     return b.polar[scaled_target]
 
 
-def procrustes_candidates(fold: Fold, scaled: bool) -> list[Candidate]:
+def procrustes_candidates(fold: Fold, scaled: bool | str) -> list[Candidate]:
     """``scaled=False``: ``LatentTranslator(Procrustes())`` (standard-scaled sides, orthogonal map);
-    ``scaled=True``: ``Procrustes(center=True, scale=True)`` on the raw vectors; both ``unspanned="zero"``."""
+    ``scaled=True``: ``Procrustes(center=True, scale=True)`` on the raw vectors; ``scaled="norm"``: the same with
+    ``scale="norm"`` (the same polar factor, the target's spread kept); all ``unspanned="zero"``."""
     b = fold.frame(not scaled)
     polar = _polar(b, scaled_target=not scaled)
     rotated = polar.apply(b.queries)
+    if scaled == "norm":
+        return [({}, rotated * (b.trace_y / b.trace) ** 0.5 + b.mean_y)]
     if scaled:
         return [({}, rotated * (float(polar.s.sum()) / b.trace) + b.mean_y)]
     return [({}, rotated * b.scale_y + b.mean_y)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 
 from latentstitch._core.least_squares import RankDeficiencyWarning
@@ -15,6 +16,12 @@ from latentstitch.stitching._base import _MomentStitcher, intercept_for
 
 #: What a rank-deficient fit does on the directions the data leaves undetermined.
 UNSPANNED = ("complete", "zero")
+
+
+def _check_scale(value: object, name: str = "scale") -> bool | str:
+    if (isinstance(value, str) and value == "norm") or isinstance(value, (bool, np.bool_)):
+        return value if isinstance(value, str) else bool(value)
+    raise ValueError(f"{name}: expected True, False or 'norm', got {value!r}")
 
 
 class Procrustes(_MomentStitcher):
@@ -40,9 +47,12 @@ class Procrustes(_MomentStitcher):
     ----------
     center : bool
         Centre both sides with their means first and fit an intercept ``c = mean_b - mean_a @ coef_``.
-    scale : bool
-        Fit an isotropic scale ``s = trace(S) / ||A||_F^2`` (of the centred ``a`` if ``center``), the least-squares
-        optimum given ``R``; ``coef_ = s R``.
+    scale : bool or "norm"
+        ``True``: fit an isotropic scale ``s = trace(S) / ||A||_F^2`` (of the centred ``a`` if ``center``), the
+        least-squares optimum given ``R``; ``coef_ = s R``. ``"norm"``: ``s = ||B||_F / ||A||_F`` instead, so the
+        mapped rows keep ``b``'s spread (the least-squares scale shrinks them towards ``b``'s mean by the fit's
+        shortfall, which a cosine search around the origin reads as lost spread); for two spaces this is
+        ``alignment.GeneralizedProcrustes``'s translation. ``False`` (default): ``s = 1``.
     unspanned : {"complete", "zero"}
         What the map does on the directions ``A^T B`` leaves undetermined (rank-deficient fits only; a full-rank fit
         is the same either way). ``"complete"`` (default): an orthogonal completion, so ``coef_`` stays orthogonal.
@@ -76,11 +86,13 @@ class Procrustes(_MomentStitcher):
 
     _parameter_constraints: ClassVar[dict[str, Rule]] = {
         "center": rule(check_bool),
-        "scale": rule(check_bool),
+        "scale": rule(_check_scale),
         "unspanned": rule(check_choice, choices=UNSPANNED),
     }
 
     def _needed_products(self) -> tuple[str, ...]:
+        if self.scale == "norm":
+            return ("ab", "aa_diag", "bb_diag")
         return ("ab", "aa_diag") if self.scale else ("ab",)
 
     def _shifted(self) -> bool:
@@ -114,7 +126,11 @@ class Procrustes(_MomentStitcher):
             total = (moments.centered_aa_diag() if self.center else moments.raw_aa_diag()).sum()
             if total <= 0:
                 raise ValueError("a: is constant (zero after centring), so no scale can be fitted")
-            scale = float(s.sum() / total)
+            if self.scale == "norm":
+                spread = (moments.centered_bb_diag() if self.center else moments.raw_bb_diag()).sum()
+                scale = float((spread / total).sqrt())
+            else:
+                scale = float(s.sum() / total)
             coef = coef * scale
         intercept = intercept_for(moments, coef, self.center)
         return {"coef_": coef, "intercept_": intercept, "scale_": scale, "rank_": rank}
