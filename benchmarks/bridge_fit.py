@@ -67,6 +67,11 @@ factors (0.44 s: 73 ms each; float32 takes as long here, a direct SVD twice as l
 products and target norms (0.53 s; per-part products cost what one all-anchor product costs), the ridge path and
 ranks compared on 200 queries (0.25 s) and the chosen route's refit (0.34 s, one floor).
 
+Fourth session: on a quiet machine (both background jobs stopped) main took 3.55 s (floor 0.42 s, 8.4x) and 2.91 s
+(4.5x); the profile is GEMM-bound (the scored similarity rows run at ~100 GFLOP/s, a bare float32 product's speed on
+one core here). Then ``procrustes_norm`` joined "auto" (the Procrustes polar factor again, another scale: only its
+scoring costs): 3.65 s (8.9x) and 2.96 s (4.7x), one niced benchmark beside it.
+
 No GPU figure (``--device cuda`` untested: no device was lent to this task).
 """
 
