@@ -138,15 +138,14 @@ def _basis(fold: Fold, standardize: bool, decompose: bool = True) -> Basis:
     if fold.moments is not None and fold.part is not None and n >= p:
         mean_x, mean_y, xx, xy, yy = fold.moments.training(fold.part)
         scale_x, scale_y = _scales(xx.diagonal() / n, standardize), _scales(yy / n, standardize)
-        trace = float((xx.diagonal() / scale_x**2).sum())
+        trace, trace_y = float((xx.diagonal() / scale_x**2).sum()), float(yy.sum())
         if not decompose:
             queries = (fold.source[torch.as_tensor(fold.queries, device=xx.device)] - mean_x) / scale_x
             a = xy / scale_x[:, None]
-            return Basis(mean_x, scale_x, mean_y, scale_y, None, a, queries, trace, p, float(yy.sum()))
+            return Basis(mean_x, scale_x, mean_y, scale_y, None, a, queries, trace, p, trace_y)
         e, v = torch.linalg.eigh(xx / torch.outer(scale_x, scale_x))
         e = e.clamp(min=0)
         a = v.T @ (xy / scale_x[:, None])
-        trace_y = float(yy.sum())
     else:
         index = torch.as_tensor(fold.train, device=fold.source.device)
         x, y = fold.source[index], fold.target[index]

@@ -59,9 +59,14 @@ def sweep_row(numbers: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def sweep_rows(main: dict[str, Any], sweep: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The sweep's rows and the main run's (``sweep_row``), by weight."""
+    return sorted([sweep_row(main), *sweep], key=lambda r: (r["weight"] is None, r["weight"] or 0.0))
+
+
 def sweep_table(main: dict[str, Any], sweep: list[dict[str, Any]]) -> ResultTable:
     """One row per CKA-penalty weight, the main run's among them (a sweep, not a tuned point)."""
-    rows = sorted([sweep_row(main), *sweep], key=lambda r: (r["weight"] is None, r["weight"] or 0.0))
+    rows = sweep_rows(main, sweep)
     return ResultTable(
         f"Experiment 4: sweep of the CKA-penalty weight at {main['layer']} (the paper does not state its weight)",
         ["weight per batch", "CKA at init", "CKA after 1/4 of the steps", "CKA at the end", "relative accuracy"],
@@ -118,7 +123,7 @@ def plot_sweep(main: dict[str, Any], sweep: list[dict[str, Any]], path: Path) ->
     """The sweep of the CKA-penalty weight as a trade-off: CKA at the end against relative accuracy, one point per
     weight (the main run's marked), with the paper's claim (CKA < 0.7 at essentially unchanged accuracy) shaded."""
     figure, (ax,) = new_figure(6, 4.4)
-    rows = sorted([sweep_row(main), *sweep], key=lambda r: r["weight"] if r["weight"] is not None else 0.0)
+    rows = sweep_rows(main, sweep)
     accuracy = [r["relative_accuracy"] for r in rows]
     bottom, top = min(0.9, min(accuracy) - 0.02), 1.01
     ax.fill_between([0.0, 0.7], 0.95, top, color="0.88", zorder=0, label="paper: CKA < 0.7, accuracy kept")
