@@ -85,6 +85,12 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--cached-only", action="store_true", help="report the runs already in the cache; compute nothing"
     )
+    parser.add_argument(
+        "--head-noise",
+        action="store_true",
+        help="for runs with the every-route table and the head fits: every route as a head= user gets it, and the "
+        "split-half noise of the heads' test figure (benchmarks/_pairs/head_noise.py; ~1 min per run; head_noise.md)",
+    )
 
 
 def _run_path(key: str) -> Path:
@@ -183,6 +189,9 @@ def collect_runs(args) -> list[dict]:
                             write_text(library_path, json.dumps(library))
                         if library is None and not path.exists():
                             continue
+                        noise = None
+                        if getattr(args, "head_noise", False) and library is not None:
+                            noise = _head_noise(path, library, items, source, target, anchors, seed, cached_only)
                         if library is not None:  # words pairs have no labels: their "own" is empty
                             own = library.get("own", {})
                         else:
@@ -200,9 +209,41 @@ def collect_runs(args) -> list[dict]:
                                 "own": own,
                                 "routes": [rows[r] for r in routes if r in rows],
                                 "library": library,
+                                **({"head_noise": noise} if noise else {}),
                             }
                         )
     return runs
+
+
+def _head_noise(path: Path, library: dict, items, source: str, target: str, anchors, seed: int, cached_only: bool):
+    """The run's ``head_noise`` figures per consumer (``benchmarks/_pairs/head_noise.py``; cached beside the run),
+    or None where it has none."""
+    from benchmarks._pairs.head_noise import KIND, f1_figure, head_predictions, index_hits, mean_figure, noise_figures
+    from benchmarks._pairs.runs import PairContext
+    from latentstitch._core.atomic import write_text
+
+    fits = library["fits"]
+    consumers = [c for c, kind in KIND.items() if kind in fits and (c == "index" or items.labels is not None)]
+    if "index/all" not in fits or not consumers:
+        return None
+    noise_path = path.with_name(path.stem + ".headnoise.json")
+    if noise_path.exists():
+        return json.loads(noise_path.read_text())
+    if cached_only:
+        return None
+    ctx = PairContext(items, source, target)
+    figures = {}
+    for consumer in consumers:
+        if consumer == "index":
+            names, hits, pick = index_hits(ctx, anchors, seed, library, KIND[consumer])
+            figure, n = mean_figure(hits), hits.shape[1]
+        else:
+            names, predicted, pick = head_predictions(ctx, anchors, seed, library, consumer)
+            figure, n = f1_figure(predicted, items.labels[items.test]), predicted.shape[1]
+        figures[consumer] = noise_figures(names, figure, pick, n, seed)
+    write_text(noise_path, json.dumps(figures))
+    print(f"    head noise: {path.stem}", flush=True)
+    return figures
 
 
 def run(args) -> None:
@@ -226,4 +267,16 @@ def run(args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_text(out / "results.json", json.dumps(results, indent=1))
     write_text(out / "results.md", table(results))
+    if any("head_noise" in r for r in runs):
+        from benchmarks._pairs.head_noise import __doc__ as noise_doc
+        from benchmarks._pairs.head_noise import noise_table
+
+        write_text(
+            out / "head_noise.md",
+            "# Heads: the pick, the best route and the noise\n\n"
+            + noise_doc.strip()
+            + "\n\n"
+            + "\n".join(noise_table(runs))
+            + "\n",
+        )
     print((out / "results.md").read_text())

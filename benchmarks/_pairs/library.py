@@ -145,7 +145,8 @@ def fit_record(bridge_cls, ctx, anchors, seed, consumer, routes, realise, head_n
 
 def route_figures(bridge, ctx, anchors, realise) -> list[dict]:
     """Every route of a fitted "all" bridge, refitted on all anchors with the parameters the library chose for it,
-    measured by the consumers."""
+    measured by the consumers (dead target features held as the bridge holds them: runs cached before 2026-11-26
+    measured the routes without that hold)."""
     from latentstitch.bridge import get_route
 
     rows = []
@@ -159,7 +160,7 @@ def route_figures(bridge, ctx, anchors, realise) -> list[dict]:
                 warnings.simplefilter("ignore")
                 spec = get_route(row.route)
                 estimator = spec.build(**row.params).fit(ctx.s[anchors], ctx.t[anchors])
-            view = _Fitted(estimator, spec.family)
+            view = _Fitted(estimator, spec.family, bridge)
             rows.append(
                 {
                     "route": row.route,
@@ -174,15 +175,24 @@ def route_figures(bridge, ctx, anchors, realise) -> list[dict]:
 
 
 class _Fitted:
-    """A route's estimator seen as a bridge by ``Realiser`` (no estimate)."""
+    """A route's estimator seen as a bridge by ``Realiser`` (no estimate). ``bridge``: the fitted ``Bridge`` whose
+    route table it comes from; a translation route's output holds that bridge's dead target features at their
+    anchor mean, as ``Bridge.transform`` does (without, a standard-scaling head divides a route's rounding noise on
+    those features by a spread of ~1e-33)."""
 
     estimate_ = None
 
-    def __init__(self, estimator, family):
+    def __init__(self, estimator, family, bridge=None):
         self.estimator_, self.family_ = estimator, family
+        if bridge is not None and getattr(bridge, "scale_", 1.0) != 1.0:
+            raise ValueError("the benchmark refits routes on unscaled anchors; this bridge rescaled them")
+        self.held = ([], []) if bridge is None else (bridge.dead_features_, bridge.dead_values_)
 
     def transform(self, x):
-        return self.estimator_.transform(x)
+        from latentstitch.bridge._dead import hold
+
+        out = self.estimator_.transform(x)
+        return out if self.family_ == "relative" else hold(out, *self.held)
 
     def transform_target(self, x):
         return self.estimator_.transform_target(x) if self.family_ == "relative" else x

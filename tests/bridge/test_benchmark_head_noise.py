@@ -1,0 +1,59 @@
+"""The head-noise study's arithmetic (benchmarks/_pairs/head_noise.py): its macro-F1 is scikit-learn's on every
+subset or resample, and its within-0.01 shares read the routes' figures as stated."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.metrics import f1_score
+
+from benchmarks._pairs.head_noise import f1_figure, macro_f1, mean_figure, noise_figures
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 6), st.integers(20, 120))
+def test_macro_f1_is_scikit_learns_on_subsets_and_resamples(seed, classes, n):
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, classes, n)
+    predicted = rng.integers(0, classes + 1, (3, n))  # a class the truth may lack, as a collapsed head gives
+    masks = rng.random((4, n)) < 0.5
+    masks[:, 0] = True  # no empty subset
+    got = macro_f1(predicted, truth, masks)
+    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=2)
+    resampled = macro_f1(predicted, truth, counts)
+    for r in range(3):
+        for s in range(4):
+            want = f1_score(truth[masks[s]], predicted[r][masks[s]], average="macro")
+            assert got[r, s] == pytest.approx(want, abs=1e-12)
+        for s in range(2):
+            rows = np.repeat(np.arange(n), counts[s])
+            want = f1_score(truth[rows], predicted[r][rows], average="macro")
+            assert resampled[r, s] == pytest.approx(want, abs=1e-12)
+
+
+def test_a_route_far_ahead_is_the_oracles_and_a_pick_behind_it_is_never_within():
+    rng = np.random.default_rng(0)
+    truth = rng.integers(0, 4, 400)
+    good = np.where(rng.random(400) < 0.9, truth, (truth + 1) % 4)
+    poor = np.where(rng.random(400) < 0.5, truth, (truth + 1) % 4)
+    figures = noise_figures(["good", "poor"], f1_figure(np.stack([good, poor]), truth), 1, len(truth))
+    assert figures["fair_best_route"] == "good" and not figures["fair_within"]
+    assert figures["oracle_within"] == 1.0 and figures["oracle_within_boot"] == 1.0
+    assert figures["pick_within"] == 0.0 and figures["pick_within_boot"] == 0.0
+
+
+def test_identical_routes_are_always_within():
+    rng = np.random.default_rng(1)
+    truth = rng.integers(0, 3, 200)
+    same = np.where(rng.random(200) < 0.7, truth, 0)
+    figures = noise_figures(["a", "b"], f1_figure(np.stack([same, same]), truth), 1, len(truth))
+    assert figures["fair_within"] and figures["pick_within"] == 1.0 and figures["pick_within_boot"] == 1.0
+
+
+def test_mean_figure_is_the_weighted_hit_rate():
+    hits = np.array([[1.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 0.0]])
+    weights = np.array([[True, True, True, True], [False, False, True, True]])
+    assert np.allclose(mean_figure(hits)(weights), [[0.75, 1.0], [0.25, 0.5]])
+    assert np.allclose(mean_figure(hits)(np.array([[2, 0, 0, 2]])), [[1.0], [0.0]])
