@@ -160,3 +160,34 @@ def test_bad_samples_are_named(corpus):
             corpus.new[:30],
             queries=QuerySample(corpus.queries_new[:5], corpus.queries_new[:5]),
         )
+
+
+def test_learning_curve_grows_with_the_pairs_and_round_trips(fitted, tmp_path):
+    plan, migration = fitted
+    fit_pairs = len(plan.fit_ids)
+    for curve in migration.learning.values():
+        assert curve["share"] == [0.25, 0.5, 1.0]
+        assert curve["pairs"] == sorted(curve["pairs"]) and curve["sample_pairs"] == fit_pairs
+        assert curve["pairs"][-1] == pytest.approx(fit_pairs * 2 / 3, abs=1)  # 3 folds: two thirds train
+        assert all(0.0 <= r <= 1.0 for r in curve["recall@10"])
+    chosen = migration.learning[migration.mode]["recall@10"]
+    assert chosen[-1] > chosen[0]  # 16 old features: a quarter of the pairs leaves the map under-determined
+    assert "learning curve" in migration.learning_words()
+    loaded = Migration.load(migration.save(tmp_path / "migration.json"))
+    assert loaded.learning == migration.learning
+
+
+def test_a_migration_file_with_a_broken_learning_curve_is_named(fitted, tmp_path):
+    import json
+
+    _, migration = fitted
+    path = migration.save(tmp_path / "migration.json")
+    payload = json.loads(path.read_text())
+    payload["learning"][migration.mode]["recall@10"] = ["x"] * 3
+    path.write_text(json.dumps(payload))
+    with pytest.raises(ValueError, match="learning curve holds a value that is not a number"):
+        Migration.load(path, "MIGRATION")
+    payload["learning"] = {"sideways": {}}
+    path.write_text(json.dumps(payload))
+    with pytest.raises(ValueError, match="unknown mode 'sideways'"):
+        Migration.load(path, "MIGRATION")

@@ -130,6 +130,9 @@ def fit(args: argparse.Namespace, output: Path) -> int:
         migration.notes,
         compact=True,
     )
+    learning = migration.learning_words()
+    if learning:
+        print(learning)
     print(f"written: {output} (and its bridges beside it)")
     return 0
 

@@ -28,6 +28,9 @@ from latentstitch.migrate._retrieval import check_metric, per_query, positions, 
 
 #: The index rows the cross-validation searches at most (the sample's documents and random others).
 MAX_INDEX = 20_000
+#: Shares of each fold's training pairs the learning curve fits on (``Migration.learning``): what re-embedding a
+#: quarter, a half and all of the sample gives, to judge whether re-embedding more still pays.
+CURVE_SHARES = (0.25, 0.5, 1.0)
 
 
 class MigrationWarning(UserWarning):
@@ -100,15 +103,15 @@ def _bridge(mode, old, new, routes, seed, inner_folds, index=None) -> Bridge:
         return Bridge(routes=list(routes), cv=inner_folds, seed=seed).fit(source, target, target_pool=pool)
 
 
-def _fold_score(mode, bridge, index_old, train_rows, train_new, query_new, relevant_rows, metric) -> np.ndarray:
-    """Per held-out query, the MRR@10 contribution of its own document among all indexed ones."""
+def _fold_score(mode, bridge, index_old, train_rows, train_new, query_new, relevant_rows, metric) -> dict:
+    """Per held-out query, its MRR@10 and Recall@10 contributions (its own document among all indexed ones)."""
     if mode == "query":
         found = search(np.asarray(bridge.transform(query_new), dtype=np.float32), index_old, 10, metric)
     else:
         migrated = np.asarray(bridge.transform(index_old), dtype=np.float32)
         migrated[train_rows] = train_new
         found = search(query_new, migrated, 10, metric)
-    return per_query(ranks(found, relevant_rows))["mrr@10"]
+    return per_query(ranks(found, relevant_rows))
 
 
 def fit_migration(
@@ -159,13 +162,14 @@ def fit_migration(
             source_old = np.concatenate([source_old, prepare(queries.old, metric).numpy()])
             source_new = np.concatenate([source_new, prepare(queries.new, metric).numpy()])
         bridges[mode] = _bridge(mode, source_old, source_new, routes, seed, inner_folds, old_n)
-    scores = _cross_validate(old_n, rows, new_n, queries, np.asarray(index_ids), bridges, metric, folds, seed)
+    scores, learning = _cross_validate(old_n, rows, new_n, queries, np.asarray(index_ids), bridges, metric, folds, seed)
     chosen = max(modes, key=lambda m: float(np.mean(scores[m])))
     return Migration(
         mode=chosen,
         metric=metric,
         bridges=bridges,
         cv_mrr={m: [float(v) for v in scores[m]] for m in modes},
+        learning=learning,
         n_sample=len(ids),
         n_queries=0 if queries is None else len(queries.new),
         old_dimension=old.shape[1],
@@ -192,22 +196,48 @@ def _cross_validate(old, rows, new, queries, index_ids, bridges, metric, folds, 
         q_rows = np.full(len(q_new), -1)
         q_rows[in_index] = positions(index_ids, queries.relevant[in_index], "queries_relevant")
     scores: dict[str, list[float]] = {m: [] for m in bridges}
+    curve = {m: {share: [] for share in CURVE_SHARES} for m in bridges}
     for fold in range(folds):
         train, held = training_rows(doc_parts, fold), doc_parts[fold]
-        fit_old, fit_new = old[rows[train]], new[train]
+        q_train = None if queries is None else training_rows(q_parts, fold)
         query_new, relevant = new[held], rows[held]
-        if queries is not None:
-            q_train = training_rows(q_parts, fold)
-            fit_old = np.concatenate([fit_old, q_old[q_train]])
-            fit_new = np.concatenate([fit_new, q_new[q_train]])
-            if labelled:
-                q_held = q_parts[fold][q_rows[q_parts[fold]] >= 0]
-                query_new = np.concatenate([query_new, q_new[q_held]])
-                relevant = np.concatenate([relevant, q_rows[q_held]])
-        for mode, bridge in bridges.items():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                estimator = clone(bridge.estimator_).fit(*_pairs(mode, fit_old, fit_new))
-            values = _fold_score(mode, estimator, old, rows[train], new[train], query_new, relevant, metric)
-            scores[mode].append(float(values.mean()))
-    return scores
+        if labelled:
+            q_held = q_parts[fold][q_rows[q_parts[fold]] >= 0]
+            query_new = np.concatenate([query_new, q_new[q_held]])
+            relevant = np.concatenate([relevant, q_rows[q_held]])
+        for share in CURVE_SHARES:  # nested random shares of the training folds: what a smaller budget gives
+            docs = train if share == 1.0 else np.sort(rng.permutation(train)[: max(1, round(share * len(train)))])
+            fit_old, fit_new = old[rows[docs]], new[docs]
+            if queries is not None:
+                taken = q_train if share == 1.0 else rng.permutation(q_train)[: round(share * len(q_train))]
+                fit_old = np.concatenate([fit_old, q_old[taken]])
+                fit_new = np.concatenate([fit_new, q_new[taken]])
+            for mode, bridge in bridges.items():
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        estimator = clone(bridge.estimator_).fit(*_pairs(mode, fit_old, fit_new))
+                except ValueError:  # too few pairs for the route at a small share: that point is left out
+                    if share == 1.0:
+                        raise
+                    continue
+                values = _fold_score(mode, estimator, old, rows[docs], new[docs], query_new, relevant, metric)
+                if share == 1.0:
+                    scores[mode].append(float(values["mrr@10"].mean()))
+                curve[mode][share].append((len(fit_old), float(values["recall@10"].mean())))
+    return scores, _curve_summary(curve, len(rows), 0 if queries is None else len(q_new), folds)
+
+
+def _curve_summary(curve, documents: int, queries: int, folds: int) -> dict[str, dict[str, list]]:
+    """Per mode, the learning curve: for each share of the training folds that every fold could fit, the pairs it
+    fitted on (mean over folds), the held-out Recall@10 (mean over folds), and the pairs the whole sample holds."""
+    out = {}
+    for mode, shares in curve.items():
+        points = [(s, v) for s, v in shares.items() if len(v) == folds]
+        out[mode] = {
+            "share": [s for s, _ in points],
+            "pairs": [float(np.mean([n for n, _ in v])) for _, v in points],
+            "recall@10": [float(np.mean([r for _, r in v])) for _, v in points],
+            "sample_pairs": documents + queries,
+        }
+    return out
