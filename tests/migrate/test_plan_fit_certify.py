@@ -169,9 +169,11 @@ def test_learning_curve_grows_with_the_pairs_and_round_trips(fitted, tmp_path):
         assert curve["share"] == [0.25, 0.5, 1.0]
         assert curve["pairs"] == sorted(curve["pairs"]) and curve["sample_pairs"] == fit_pairs
         assert curve["pairs"][-1] == pytest.approx(fit_pairs * 2 / 3, abs=1)  # 3 folds: two thirds train
-        assert all(0.0 <= r <= 1.0 for r in curve["recall@10"])
-    chosen = migration.learning[migration.mode]["recall@10"]
+        assert all(0.0 <= r <= 1.0 for r in curve["documents:recall@10"] + curve["documents:recall@1"])
+        assert "queries:recall@10" not in curve  # no labelled queries
+    chosen = migration.learning[migration.mode]["documents:recall@1"]
     assert chosen[-1] > chosen[0]  # 16 old features: a quarter of the pairs leaves the map under-determined
+    assert migration.learning_gain()[0] == "documents:recall@1"
     assert "learning curve" in migration.learning_words()
     loaded = Migration.load(migration.save(tmp_path / "migration.json"))
     assert loaded.learning == migration.learning
@@ -183,7 +185,7 @@ def test_a_migration_file_with_a_broken_learning_curve_is_named(fitted, tmp_path
     _, migration = fitted
     path = migration.save(tmp_path / "migration.json")
     payload = json.loads(path.read_text())
-    payload["learning"][migration.mode]["recall@10"] = ["x"] * 3
+    payload["learning"][migration.mode]["documents:recall@10"] = ["x"] * 3
     path.write_text(json.dumps(payload))
     with pytest.raises(ValueError, match="learning curve holds a value that is not a number"):
         Migration.load(path, "MIGRATION")
@@ -191,3 +193,24 @@ def test_a_migration_file_with_a_broken_learning_curve_is_named(fitted, tmp_path
     path.write_text(json.dumps(payload))
     with pytest.raises(ValueError, match="unknown mode 'sideways'"):
         Migration.load(path, "MIGRATION")
+
+
+def test_labelled_queries_give_the_curve_in_their_units(corpus):
+    from latentstitch.migrate import QuerySample
+
+    plan = plan_sample(corpus.ids, corpus.old, 0.25, strategy="random", holdout=0.4, metric="cosine", seed=2)
+    rows = np.searchsorted(corpus.ids, plan.fit_ids)
+    queries = QuerySample(corpus.queries_new[rows], corpus.queries_old[rows], plan.fit_ids)
+    migration = fit_migration(
+        corpus.ids,
+        corpus.old,
+        plan.ids,
+        corpus.new_of(plan.ids),
+        holdout_ids=plan.holdout_ids,
+        queries=queries,
+        folds=3,
+    )
+    curve = migration.learning[migration.mode]
+    assert curve["sample_pairs"] == 2 * len(plan.fit_ids)  # documents and their queries
+    assert migration.learning_gain()[0] == "queries:recall@10"
+    assert "labelled queries" in migration.learning_words() and "--queries-relevant" not in migration.learning_words()

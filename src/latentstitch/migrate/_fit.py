@@ -224,20 +224,29 @@ def _cross_validate(old, rows, new, queries, index_ids, bridges, metric, folds, 
                 values = _fold_score(mode, estimator, old, rows[docs], new[docs], query_new, relevant, metric)
                 if share == 1.0:
                     scores[mode].append(float(values["mrr@10"].mean()))
-                curve[mode][share].append((len(fit_old), float(values["recall@10"].mean())))
+                parts = {"documents": slice(0, len(held)), "queries": slice(len(held), None)}
+                measured = {
+                    f"{part}:{k}": float(v[where].mean())
+                    for part, where in parts.items()
+                    for k, v in values.items()
+                    if len(v[where])
+                }
+                curve[mode][share].append((len(fit_old), measured))
     return scores, _curve_summary(curve, len(rows), 0 if queries is None else len(q_new), folds)
 
 
 def _curve_summary(curve, documents: int, queries: int, folds: int) -> dict[str, dict[str, list]]:
     """Per mode, the learning curve: for each share of the training folds that every fold could fit, the pairs it
-    fitted on (mean over folds), the held-out Recall@10 (mean over folds), and the pairs the whole sample holds."""
+    fitted on (mean over folds), the held-out measures of the re-embedded documents as queries (``documents:...``)
+    and of the labelled queries (``queries:...``; mean over folds), and the pairs the whole sample holds."""
     out = {}
     for mode, shares in curve.items():
         points = [(s, v) for s, v in shares.items() if len(v) == folds]
         out[mode] = {
             "share": [s for s, _ in points],
             "pairs": [float(np.mean([n for n, _ in v])) for _, v in points],
-            "recall@10": [float(np.mean([r for _, r in v])) for _, v in points],
             "sample_pairs": documents + queries,
         }
+        for key in points[-1][1][0][1] if points else ():
+            out[mode][key] = [float(np.mean([m[key] for _, m in v])) for _, v in points]
     return out

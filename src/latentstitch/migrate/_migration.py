@@ -51,22 +51,39 @@ class Migration:
     notes: list[str] = field(default_factory=list)
     learning: dict[str, dict[str, Any]] = field(default_factory=dict)
 
+    def learning_gain(self, mode: str | None = None) -> tuple[str, float] | None:
+        """The learning curve's measure and its gain over the last doubling of the pairs (per doubling), or None
+        without a curve. The measure: the labelled queries' Recall@10 when the fit had them, else the re-embedded
+        documents' Recall@1 (a document finds itself among the top 10 almost always once bridged, so its Recall@10
+        stops moving while real queries still gain; its Recall@1 keeps moving, by about what queries gain, on
+        ``benchmarks migration``'s kjv runs)."""
+        curve = self.learning.get(mode or self.mode)
+        if not curve or len(curve.get("pairs", [])) < 2:
+            return None
+        measure = "queries:recall@10" if "queries:recall@10" in curve else "documents:recall@1"
+        values, pairs = curve[measure], curve["pairs"]
+        return measure, (values[-1] - values[-2]) / float(np.log2(pairs[-1] / pairs[-2]))
+
     def learning_words(self, mode: str | None = None) -> str | None:
         """Whether re-embedding more still pays, from the learning curve of ``mode`` (default: the chosen one)."""
-        curve = self.learning.get(mode or self.mode)
-        if not curve or len(curve["recall@10"]) < 2:
+        gained = self.learning_gain(mode)
+        if gained is None:
             return None
-        pairs, recall = curve["pairs"], curve["recall@10"]
-        points = ", ".join(f"{r:.3f} at {p:,.0f}" for p, r in zip(pairs, recall, strict=True))
-        gain = (recall[-1] - recall[-2]) / np.log2(pairs[-1] / pairs[-2])
+        measure, gain = gained
+        curve = self.learning[mode or self.mode]
+        part, name = measure.split(":")
+        points = " / ".join(f"{v:.3f}" for v in curve[measure])
+        pairs = " / ".join(f"{p:,.0f}" for p in curve["pairs"])
+        what = "labelled queries" if part == "queries" else "re-embedded documents as queries"
         verdict = (
-            "re-embedding more still pays"
+            "re-embedding more still pays (twice the sample gives at most about that: the curve flattens)"
             if gain >= 0.01
-            else "re-embedding more gains little: the bridge is near what these two models allow from pairs"
+            else "re-embedding more gains little: the bridge is near what the two models allow from pairs"
         )
+        hint = "" if part == "queries" else "; labelled queries (--queries-relevant) give the curve in their units"
         return (
-            f"learning curve ({mode or self.mode}-side, held-out Recall@10 by fit pairs): {points}; the last doubling "
-            f"gained {gain:+.3f}: {verdict} (the curve flattens, so twice the sample gives at most about that)"
+            f"learning curve ({mode or self.mode}-side, held-out {what}): {name.replace('recall', 'Recall')} "
+            f"{points} with {pairs} fit pairs; the last doubling gained {gain:+.3f}: {verdict}{hint}"
         )
 
     def _run(self, mode: str, vectors: Any, device: str | None) -> Any:
@@ -179,19 +196,21 @@ def metric_words(metric: str) -> str:
 
 
 def _learning(value: Any, name: str) -> dict[str, dict[str, Any]]:
-    """A migration file's learning curve, checked (absent in files written before it was kept: empty)."""
+    """A migration file's learning curves, checked (absent in files written before they were kept: empty)."""
     if not isinstance(value, dict):
         raise ValueError(f"{name}: 'learning' must be an object of curves per mode")
     out = {}
     for mode, curve in value.items():
-        if mode not in MODES or not isinstance(curve, dict):
-            raise ValueError(f"{name}: 'learning' holds an unknown mode {mode!r}")
-        lengths = {len(curve.get(k, [])) for k in ("share", "pairs", "recall@10")}
-        if len(lengths) != 1:
-            raise ValueError(f"{name}: the {mode}-side learning curve's lists differ in length")
+        if mode not in MODES or not isinstance(curve, dict) or "pairs" not in curve:
+            raise ValueError(f"{name}: 'learning' holds an unknown mode {mode!r} or a curve without its pairs")
+        lists = {k: v for k, v in curve.items() if k != "sample_pairs"}
         try:
-            out[mode] = {k: [float(v) for v in curve[k]] for k in ("share", "pairs", "recall@10")}
+            out[mode] = {k: [float(x) for x in v] for k, v in lists.items()}
             out[mode]["sample_pairs"] = int(curve.get("sample_pairs", 0))
         except (TypeError, ValueError):
             raise ValueError(f"{name}: the {mode}-side learning curve holds a value that is not a number") from None
+        if len({len(v) for k, v in out[mode].items() if k != "sample_pairs"}) != 1:
+            raise ValueError(f"{name}: the {mode}-side learning curve's lists differ in length")
+        if any(p <= 0 for p in out[mode]["pairs"]):
+            raise ValueError(f"{name}: the {mode}-side learning curve counts a non-positive number of pairs")
     return out
