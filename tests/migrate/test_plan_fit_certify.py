@@ -89,6 +89,10 @@ def test_certificate_intervals_and_reference(fitted, corpus):
     assert curve["share"][0] == 0 and curve["share"][-1] == 1
     assert curve["by_confidence"][0] == curve["at_random"][0] and curve["by_confidence"][-1] == curve["at_random"][-1]
     assert certificate.to_dict()["kind"] == "migration"
+    # the fit's learning curve travels with the certificate: its table and its sentence
+    assert certificate.learning == migration.learning[migration.mode]
+    assert any(t["title"].startswith("learning curve of the fit") for t in certificate.tables())
+    assert any(n.startswith("learning curve") for n in certificate.notes)
 
 
 @pytest.mark.slow

@@ -151,7 +151,8 @@ def certify_migration(
         thresholds=remapped,
         confidence=confidence_summary,
         curve=curve,
-        notes=list(migration.notes),
+        notes=list(migration.notes) + [w for w in [migration.learning_words()] if w],
+        learning=migration.learning.get(migration.mode),
     )
 
 

@@ -27,6 +27,7 @@ class Certificate:
     confidence: dict[str, Any] | None = None
     curve: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    learning: dict[str, Any] | None = None
 
     def recall10(self, query_set: str = "documents") -> dict[str, float]:
         """The chosen mode's whole-index Recall@10 interval (what the untouched rest of the corpus will see)."""
@@ -47,6 +48,7 @@ class Certificate:
             "thresholds": self.thresholds,
             "confidence": self.confidence,
             "curve": self.curve,
+            "learning": self.learning,
             "notes": self.notes,
             "tables": self.tables(),
         }
@@ -114,6 +116,20 @@ class Certificate:
                         )
                     ],
                     "Held-out queries over the whole index.",
+                )
+            )
+        if self.learning:
+            measures = [k for k in self.learning if ":" in k]
+            out.append(
+                table(
+                    f"learning curve of the fit ({self.mode}-side)",
+                    ["fit pairs", *[k.replace(":", ": ") for k in measures]],
+                    [
+                        [f"{pairs:,.0f}", *[f"{self.learning[k][i]:.3f}" for k in measures]]
+                        for i, pairs in enumerate(self.learning["pairs"])
+                    ],
+                    "Each cross-validation fold's bridge fitted on a quarter, a half and all of its training pairs; "
+                    "held out: the re-embedded documents as queries and, when labelled, the fit's queries.",
                 )
             )
         return out
