@@ -104,7 +104,7 @@ def _bridge(mode, old, new, routes, seed, inner_folds, index=None) -> Bridge:
 
 
 def _fold_score(mode, bridge, index_old, train_rows, train_new, query_new, relevant_rows, metric) -> dict:
-    """Per held-out query, its MRR@10 and Recall@10 contributions (its own document among all indexed ones)."""
+    """Per held-out query, its measures (``per_query``: its own document among all indexed ones)."""
     if mode == "query":
         found = search(np.asarray(bridge.transform(query_new), dtype=np.float32), index_old, 10, metric)
     else:
@@ -205,7 +205,7 @@ def _cross_validate(old, rows, new, queries, index_ids, bridges, metric, folds, 
             q_held = q_parts[fold][q_rows[q_parts[fold]] >= 0]
             query_new = np.concatenate([query_new, q_new[q_held]])
             relevant = np.concatenate([relevant, q_rows[q_held]])
-        for share in CURVE_SHARES:  # nested random shares of the training folds: what a smaller budget gives
+        for share in CURVE_SHARES:  # random shares of the training folds: what a smaller budget gives
             docs = train if share == 1.0 else np.sort(rng.permutation(train)[: max(1, round(share * len(train)))])
             fit_old, fit_new = old[rows[docs]], new[docs]
             if queries is not None:
@@ -224,15 +224,20 @@ def _cross_validate(old, rows, new, queries, index_ids, bridges, metric, folds, 
                 values = _fold_score(mode, estimator, old, rows[docs], new[docs], query_new, relevant, metric)
                 if share == 1.0:
                     scores[mode].append(float(values["mrr@10"].mean()))
-                parts = {"documents": slice(0, len(held)), "queries": slice(len(held), None)}
-                measured = {
-                    f"{part}:{k}": float(v[where].mean())
-                    for part, where in parts.items()
-                    for k, v in values.items()
-                    if len(v[where])
-                }
-                curve[mode][share].append((len(fit_old), measured))
+                curve[mode][share].append((len(fit_old), _by_part(values, len(held))))
     return scores, _curve_summary(curve, len(rows), 0 if queries is None else len(q_new), folds)
+
+
+def _by_part(values: dict[str, np.ndarray], documents: int) -> dict[str, float]:
+    """Mean measures of the held-out documents (the first ``documents`` queries) and of the labelled queries after
+    them, as ``"documents:recall@10"`` ... (a part with no query is left out)."""
+    parts = {"documents": slice(0, documents), "queries": slice(documents, None)}
+    return {
+        f"{part}:{name}": float(v[rows].mean())
+        for part, rows in parts.items()
+        for name, v in values.items()
+        if len(v[rows])
+    }
 
 
 def _curve_summary(curve, documents: int, queries: int, folds: int) -> dict[str, dict[str, list]]:
@@ -247,6 +252,7 @@ def _curve_summary(curve, documents: int, queries: int, folds: int) -> dict[str,
             "pairs": [float(np.mean([n for n, _ in v])) for _, v in points],
             "sample_pairs": documents + queries,
         }
-        for key in points[-1][1][0][1] if points else ():
+        measures = points[0][1][0][1].keys() if points else ()  # each fold's first (pairs, measures)
+        for key in measures:
             out[mode][key] = [float(np.mean([m[key] for _, m in v])) for _, v in points]
     return out
