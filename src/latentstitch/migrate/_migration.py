@@ -55,8 +55,9 @@ class Migration:
         """The learning curve's measure and its gain over the last doubling of the pairs (per doubling), or None
         without a curve. The measure: the labelled queries' Recall@10 when the fit had them, else the re-embedded
         documents' Recall@1 (a document finds itself among the top 10 almost always once bridged, so its Recall@10
-        stops moving while real queries still gain; its Recall@1 keeps moving, but by more than queries then gain:
-        2-5x more on ``benchmarks migration``'s kjv runs, results/migration)."""
+        stops moving while real queries still gain; its Recall@1 keeps moving). Either is an upper bound on what
+        twice the sample gives: on ``benchmarks migration``'s kjv runs (results/migration) twice the sample then
+        gained 1-5x less than the curve's last doubling."""
         curve = self.learning.get(mode or self.mode)
         if not curve or len(curve.get("pairs", [])) < 2:
             return None
@@ -76,16 +77,12 @@ class Migration:
         pairs = " / ".join(f"{p:,.0f}" for p in curve["pairs"])
         what = "labelled queries" if part == "queries" else "re-embedded documents as queries"
         verdict = (
-            "re-embedding more still pays (twice the sample gives at most about that: the curve flattens)"
+            "re-embedding more still pays; twice the sample gives less than that (the curve flattens: 1-5x less on "
+            "our kjv benchmark)"
             if gain >= 0.01
             else "re-embedding more gains little: the bridge is near what the two models allow from pairs"
         )
-        hint = (
-            ""
-            if part == "queries"
-            else "; real queries gain less than documents do (2-5x less on our kjv benchmark): labelled queries "
-            "(--queries-relevant) give the curve in their units"
-        )
+        hint = "" if part == "queries" else "; labelled queries (--queries-relevant) give the curve in their units"
         return (
             f"learning curve ({mode or self.mode}-side, held-out {what}): {name.replace('recall', 'Recall')} "
             f"{points} with {pairs} fit pairs; the last doubling gained {gain:+.3f}: {verdict}{hint}"
