@@ -26,6 +26,7 @@ named).
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
@@ -65,9 +66,9 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--half",
         default="both",
-        choices=("development", "validation", "both", "fresh", "banked"),
-        help="which pairs to run (both: development and validation; fresh: pairs.FRESH; banked: pairs.BANKED, kept "
-        "unseen for judging the next rule once)",
+        type=_halves,
+        help="which pairs to run, comma-separated (development, validation, both: those two; fresh: pairs.FRESH; "
+        "banked: pairs.BANKED)",
     )
     parser.add_argument("--sets", default="", help="only the pairs of these item sets (comma-separated)")
     parser.add_argument("--fresh", action="store_true", help="recompute runs already in the cache")
@@ -92,6 +93,20 @@ def add_arguments(parser) -> None:
         "the noise of the test figure the within-0.01 goal is judged by (benchmarks/_pairs/head_noise.py; ~30 s per "
         "run; writes only head_noise.md and head_noise.json into --out)",
     )
+
+
+def _halves(value) -> tuple[str, ...]:
+    """``--half``: comma-separated halves ("both" = development and validation)."""
+    if isinstance(value, tuple):
+        return value
+    known = ("development", "validation", "fresh", "banked")
+    out: list[str] = []
+    for name in str(value).split(","):
+        name = name.strip()
+        if name not in (*known, "both"):
+            raise argparse.ArgumentTypeError(f"expected halves among {', '.join(known)} or both, got {name!r}")
+        out += ["development", "validation"] if name == "both" else [name]
+    return tuple(dict.fromkeys(out))
 
 
 def _run_path(key: str) -> Path:
@@ -143,7 +158,7 @@ def collect_runs(args) -> list[dict]:
 
     budgets = [int(b) for b in str(args.budgets).split(",") if b]
     halves = split_pairs()
-    wanted = ("development", "validation") if args.half == "both" else (args.half,)
+    wanted = _halves(args.half)
     sets = {s for s in str(getattr(args, "sets", "")).split(",") if s}
     routes = route_names()
     runs: list[dict] = []
@@ -260,8 +275,8 @@ def run(args) -> None:
         from benchmarks._pairs.head_noise import __doc__ as noise_doc
         from benchmarks._pairs.head_noise import noise_table
 
-        noise = [{k: r[k] for k in ("half", "pair", "source", "target", "budget", "seed", "head_noise")} for r in runs]
-        noise = [r for r in noise if r["head_noise"]]
+        keys = ("half", "pair", "source", "target", "budget", "seed", "head_noise")
+        noise = [{k: r[k] for k in keys} for r in runs if r.get("head_noise")]
         write_text(out / "head_noise.json", json.dumps(noise, indent=1))
         text = "# The pick, the best route and the noise of the test figure\n\n" + noise_doc.strip() + "\n\n"
         write_text(out / "head_noise.md", text + "\n".join(noise_table(runs)) + "\n")
