@@ -68,7 +68,7 @@ def add_arguments(parser) -> None:
         default="both",
         type=_halves,
         help="which pairs to run, comma-separated (development, validation, both: those two; fresh: pairs.FRESH; "
-        "banked: pairs.BANKED)",
+        "banked: pairs.BANKED; banked2: pairs.BANKED2)",
     )
     parser.add_argument("--sets", default="", help="only the pairs of these item sets (comma-separated)")
     parser.add_argument("--fresh", action="store_true", help="recompute runs already in the cache")
@@ -99,7 +99,7 @@ def _halves(value) -> tuple[str, ...]:
     """``--half``: comma-separated halves ("both" = development and validation)."""
     if isinstance(value, tuple):
         return value
-    known = ("development", "validation", "fresh", "banked")
+    known = ("development", "validation", "fresh", "banked", "banked2")
     out: list[str] = []
     for name in str(value).split(","):
         name = name.strip()

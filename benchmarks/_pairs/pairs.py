@@ -15,6 +15,10 @@ Images and words have no unused pair (two spaces per set).
 read in two English translations, each by another encoder), fixed here and embedded but never run, so that a rule
 developed on the three sets above can be judged on pairs nobody has seen: ``--half banked``, once, after the
 development is finished.
+
+``BANKED2`` (added 2026-11-26, after ``BANKED`` was judged and while a head rule was being developed on the fresh
+pairs): the other four pairings of different encoders across the two translations of ``bible-kjv``, fixed here
+before any run of them, to judge that rule once: ``--half banked2``.
 """
 
 from __future__ import annotations
@@ -81,14 +85,29 @@ BANKED: tuple[Pair, ...] = (
 )
 
 
+#: Kept unseen for judging the head rule developed on the fresh pairs (see above): run once.
+BANKED2: tuple[Pair, ...] = (
+    Pair("bible-kjv", "minilm-l6", "use-m3@kjv", "paraphrase"),
+    Pair("bible-kjv", "e5-small", "paraphrase-minilm-l3@kjv", "paraphrase"),
+    Pair("bible-kjv", "use-m3", "minilm-l6@kjv", "paraphrase"),
+    Pair("bible-kjv", "paraphrase-minilm-l3", "e5-small@kjv", "paraphrase"),
+)
+
+
 def _digest(name: str) -> str:
     return hashlib.sha256(name.encode()).hexdigest()
 
 
 def split_pairs(pairs: tuple[Pair, ...] = PAIRS) -> dict[str, list[Pair]]:
-    """``{"development": [...], "validation": [...], "fresh": FRESH, "banked": BANKED}``: the first two per modality,
-    by hash order, alternating."""
-    halves: dict[str, list[Pair]] = {"development": [], "validation": [], "fresh": list(FRESH), "banked": list(BANKED)}
+    """``{"development": [...], "validation": [...], "fresh": FRESH, "banked": BANKED, "banked2": BANKED2}``: the
+    first two per modality, by hash order, alternating."""
+    halves: dict[str, list[Pair]] = {
+        "development": [],
+        "validation": [],
+        "fresh": list(FRESH),
+        "banked": list(BANKED),
+        "banked2": list(BANKED2),
+    }
     for modality in dict.fromkeys(p.modality for p in pairs):
         ordered = sorted((p for p in pairs if p.modality == modality), key=lambda p: _digest(p.name))
         for i, pair in enumerate(ordered):
