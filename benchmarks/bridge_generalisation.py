@@ -250,13 +250,14 @@ def _head_noise(path: Path, library: dict, items, source: str, target: str, anch
     ctx = PairContext(items, source, target)
     figures = {}
     for consumer in consumers:
+        rules = None
         if consumer == "index":
             names, hits, pick = index_hits(ctx, anchors, seed, library, KIND[consumer])
             figure, n = mean_figure(hits), hits.shape[1]
         else:
-            names, predicted, pick = head_predictions(ctx, anchors, seed, library, consumer)
+            names, predicted, pick, rules = head_predictions(ctx, anchors, seed, library, consumer)
             figure, n = f1_figure(predicted, items.labels[items.test]), predicted.shape[1]
-        figures[consumer] = noise_figures(names, figure, pick, n, seed)
+        figures[consumer] = noise_figures(names, figure, pick, n, seed, rules)
     write_text(noise_path, json.dumps(figures))
     print(f"    head noise: {path.stem}", flush=True)
     return figures
@@ -273,13 +274,21 @@ def run(args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     if getattr(args, "head_noise", False):  # its own study: head_noise.md/.json, the route study left as it is
         from benchmarks._pairs.head_noise import __doc__ as noise_doc
-        from benchmarks._pairs.head_noise import noise_table
+        from benchmarks._pairs.head_noise import noise_table, rules_table
 
         keys = ("half", "pair", "source", "target", "budget", "seed", "head_noise")
         noise = [{k: r[k] for k in keys} for r in runs if r.get("head_noise")]
         write_text(out / "head_noise.json", json.dumps(noise, indent=1))
         text = "# The pick, the best route and the noise of the test figure\n\n" + noise_doc.strip() + "\n\n"
-        write_text(out / "head_noise.md", text + "\n".join(noise_table(runs)) + "\n")
+        rules = rules_table(runs)
+        if rules:
+            rules = [
+                "",
+                "Head rules, each judged like the pick (within 0.01 of a head= user's best route):",
+                "",
+                *rules,
+            ]
+        write_text(out / "head_noise.md", text + "\n".join(noise_table(runs) + rules) + "\n")
         print((out / "head_noise.md").read_text())
         return
     results = {

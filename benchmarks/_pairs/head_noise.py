@@ -58,20 +58,40 @@ def macro_f1(predicted: np.ndarray, truth: np.ndarray, masks: np.ndarray) -> np.
     return f1.sum(-1) / present.sum(-1)
 
 
+def _capturing_bridge():
+    from latentstitch.bridge import Bridge
+
+    class Capturing(Bridge):
+        """``Bridge`` that keeps, with a head, each route's held-out per-anchor agreement and the head's class of
+        each held-out anchor's true target vector (same order): what a rule reading agreement sees."""
+
+        def _choose(self, results, budget, anchors):
+            if anchors.reference is not None:
+                classes = np.concatenate([anchors.reference[q] for q in anchors.queries])
+                bits = {r.score.route: r.items["agreement"] for r in results if r.items and "agreement" in r.items}
+                self.cv_agreement_ = (classes, bits)
+            return super()._choose(results, budget, anchors)
+
+    return Capturing
+
+
 def _refitted(ctx, anchors: np.ndarray, seed: int, consumer: str, head=None):
     """(route, its refitted view) for every route ``Bridge(routes=every route, consumer=c).fit(..., head=)`` fits,
-    each with the parameter that fit chose for it."""
+    each with the parameter that fit chose for it; and, with a head, the fit's held-out agreement
+    (``cv_agreement_``)."""
     from benchmarks._pairs.runs import route_names
-    from latentstitch.bridge import Bridge, get_route
+    from latentstitch.bridge import get_route
 
     s, t = ctx.s[anchors], ctx.t[anchors]
+    views = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bridge = Bridge(routes=route_names(), consumer=consumer, seed=seed).fit(s, t, head=head)
+        bridge = _capturing_bridge()(routes=route_names(), consumer=consumer, seed=seed).fit(s, t, head=head)
         for row in bridge.routes_:
             if not row.error:
                 spec = get_route(row.route)
-                yield row.route, _Fitted(spec.build(**row.params).fit(s, t), spec.family, bridge)
+                views.append((row.route, _Fitted(spec.build(**row.params).fit(s, t), spec.family, bridge)))
+    return views, getattr(bridge, "cv_agreement_", None)
 
 
 def _row_of(names: list[str], route: str, kind: str) -> int:
@@ -89,7 +109,8 @@ def head_predictions(ctx, anchors: np.ndarray, seed: int, library: dict, consume
     tr, te = ctx.items.train, ctx.items.test
     wanted = head.predict(ctx.t[tr])
     names, rows = [], []
-    for name, view in _refitted(ctx, anchors, seed, consumer, head.predict):
+    views, cv = _refitted(ctx, anchors, seed, consumer, head.predict)
+    for name, view in views:
         query = np.asarray(view.transform(ctx.s[te]), dtype=np.float64)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -99,7 +120,8 @@ def head_predictions(ctx, anchors: np.ndarray, seed: int, library: dict, consume
             else:
                 rows.append(np.asarray(head.predict(query)))
         names.append(name)
-    return names, np.stack(rows), _row_of(names, library["fits"][f"{consumer}/head"]["route"], f"{consumer}/head")
+    pick = _row_of(names, library["fits"][f"{consumer}/head"]["route"], f"{consumer}/head")
+    return names, np.stack(rows), pick, rule_rows(names, *cv)
 
 
 def index_hits(ctx, anchors: np.ndarray, seed: int, library: dict, kind: str = "index/pool"):
@@ -109,12 +131,37 @@ def index_hits(ctx, anchors: np.ndarray, seed: int, library: dict, kind: str = "
 
     te = ctx.items.test
     names, rows = [], []
-    for name, view in _refitted(ctx, anchors, seed, "index"):
+    for name, view in _refitted(ctx, anchors, seed, "index")[0]:
         query = np.asarray(view.transform(ctx.s[te]), dtype=np.float64)
         index = np.asarray(view.transform_target(ctx.t), dtype=np.float64)
         rows.append(own_ranks(query, index, te) <= 10)
         names.append(name)
     return names, np.stack(rows).astype(np.float64), _row_of(names, library["fits"][kind]["route"], kind)
+
+
+#: Routes a rule could always take instead of choosing (the study's fixed baselines).
+FIXED = ("procrustes", "ridge_raw")
+
+
+def rule_rows(names: list[str], classes: np.ndarray, bits: dict[str, np.ndarray]) -> dict[str, int]:
+    """The row each head rule picks, from the fit's held-out agreement: ``agreement`` (the share of held-out
+    anchors on which the head agrees; the library's rule, ties here by route order where the library's go to the
+    higher MRR), ``balanced`` (the same per class of the head's prediction on the true vector, averaged over the
+    classes: macro-F1 weighs classes equally, plain agreement by their frequency), and the fixed routes."""
+    candidates = [r for r in names if r in bits]
+    classes = np.asarray(classes)
+    present = np.unique(classes)
+
+    def balanced(route: str) -> float:
+        values = np.asarray(bits[route], dtype=np.float64)
+        return float(np.mean([values[classes == c].mean() for c in present]))
+
+    out = {}
+    if candidates:
+        out["agreement"] = names.index(max(candidates, key=lambda r: float(np.mean(bits[r]))))
+        out["balanced"] = names.index(max(candidates, key=balanced))
+    out.update({f"fixed {r}": names.index(r) for r in FIXED if r in names})
+    return out
 
 
 def f1_figure(predicted: np.ndarray, truth: np.ndarray):
@@ -129,8 +176,9 @@ def mean_figure(hits: np.ndarray):
     return lambda weights: hits @ weights.T.astype(np.float64) / weights.sum(1)
 
 
-def noise_figures(names: list[str], figure, pick: int, n: int, seed: int = 0) -> dict:
-    """The run's figures (module docstring): ``figure(weights (subsets, n)) -> (routes, subsets)``."""
+def noise_figures(names: list[str], figure, pick: int, n: int, seed: int = 0, rules: dict | None = None) -> dict:
+    """The run's figures (module docstring): ``figure(weights (subsets, n)) -> (routes, subsets)``; ``rules``: the
+    row each alternative rule picks (``rule_rows``), judged like the pick on the full test set."""
     full = figure(np.ones((1, n), dtype=bool))[:, 0]
     rng = np.random.default_rng(seed)
     halves = np.zeros((DRAWS, n), dtype=bool)
@@ -156,6 +204,10 @@ def noise_figures(names: list[str], figure, pick: int, n: int, seed: int = 0) ->
         "oracle_within_boot": float(np.mean(best_resampled - resampled[top] <= TOLERANCE + 1e-12)),
         "pick_within_boot": float(np.mean(best_resampled - resampled[pick] <= TOLERANCE + 1e-12)),
         "test_items": int(n),
+        "rules": {
+            name: {"route": names[row], "within": bool(full[top] - full[row] <= TOLERANCE + 1e-12)}
+            for name, row in (rules or {}).items()
+        },
     }
 
 
@@ -190,4 +242,28 @@ def noise_table(runs: list[dict]) -> list[str]:
             f"{np.mean([f['fair_best'] - f['pick'] for f in figures]):.3f} | {mean('pick_within_boot')} | "
             f"{mean('oracle_within_boot')} | {mean('pick_within')} | {mean('oracle_within')} |"
         )
+    return lines
+
+
+def rules_table(runs: list[dict]) -> list[str]:
+    """Per half, head consumer and budget (runs that recorded the rules): the share of runs whose rule's route is
+    within 0.01 of the best route a ``head=`` user can have (full test set)."""
+    groups: dict[tuple, list] = {}
+    names: dict[str, None] = {}
+    for run in runs:
+        for consumer, figures in (run.get("head_noise") or {}).items():
+            if figures.get("rules"):
+                groups.setdefault((run["half"], consumer, run["budget"]), []).append(figures)
+                names.update(dict.fromkeys(figures["rules"]))
+    if not groups:
+        return []
+    columns = list(names)
+    lines = [
+        "| half | fit | anchors | runs | the library's pick | " + " | ".join(columns) + " |",
+        "|---|---|---|---|---|" + "---|" * len(columns),
+    ]
+    for (half, consumer, budget), rows in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2])):
+        cells = [f"{np.mean([f['rules'][c]['within'] for f in rows if c in f['rules']]):.3f}" for c in columns]
+        pick = np.mean([f["fair_within"] for f in rows])
+        lines.append(f"| {half} | {KIND[consumer]} | {budget} | {len(rows)} | {pick:.3f} | " + " | ".join(cells) + " |")
     return lines

@@ -57,3 +57,19 @@ def test_mean_figure_is_the_weighted_hit_rate():
     weights = np.array([[True, True, True, True], [False, False, True, True]])
     assert np.allclose(mean_figure(hits)(weights), [[0.75, 1.0], [0.25, 0.5]])
     assert np.allclose(mean_figure(hits)(np.array([[2, 0, 0, 2]])), [[1.0], [0.0]])
+
+
+def test_balanced_agreement_weighs_classes_equally():
+    from benchmarks._pairs.head_noise import rule_rows
+
+    classes = np.array([0] * 90 + [1] * 10)
+    bits = {
+        "keeps_the_big_class": np.array([1.0] * 90 + [0.0] * 10),  # agreement 0.90, balanced 0.50
+        "keeps_both": np.array([1.0] * 80 + [0.0] * 10 + [1.0] * 10),  # agreement 0.90 too, balanced 0.94
+        "worse": np.zeros(100),
+    }
+    names = ["worse", "keeps_the_big_class", "keeps_both", "procrustes"]
+    rows = rule_rows(names, classes, bits)
+    assert names[rows["agreement"]] == "keeps_the_big_class"  # 0.90 vs 0.90: the earlier route on a tie
+    assert names[rows["balanced"]] == "keeps_both"
+    assert rows["fixed procrustes"] == 3 and "fixed ridge_raw" not in rows
