@@ -18,7 +18,11 @@ development is finished.
 
 ``BANKED2`` (added 2026-11-26, after ``BANKED`` was judged and while a head rule was being developed on the fresh
 pairs): the other four pairings of different encoders across the two translations of ``bible-kjv``, fixed here
-before any run of them, to judge that rule once: ``--half banked2``.
+before any run of them, to judge that rule once: ``--half banked2``. The rule: class-balanced agreement
+(``head_noise.rule_rows``; on the fresh pairs, seed 0, within 0.01 of a head= user's best route for the raw-vector
+head 0.35 -> 0.70 at 768 anchors, 0.20 -> 0.15 at 100; the scaled head 0.75 -> 0.75 and 0.30 -> 0.25). Decided
+before the run: it replaces plain agreement in the library if, over every (run, head consumer) case of these pairs at
+100 and 768 anchors, it is within 0.01 of that best at least as often as the library's pick.
 """
 
 from __future__ import annotations
