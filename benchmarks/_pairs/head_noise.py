@@ -32,7 +32,7 @@ import warnings
 
 import numpy as np
 
-from benchmarks._pairs.library import HEADS, _Fitted
+from benchmarks._pairs.library import HEADS, _Fitted, _recording_bridge
 from benchmarks._pairs.shipped import TOLERANCE
 
 DRAWS = 200
@@ -58,27 +58,10 @@ def macro_f1(predicted: np.ndarray, truth: np.ndarray, masks: np.ndarray) -> np.
     return f1.sum(-1) / present.sum(-1)
 
 
-def _capturing_bridge():
-    from latentstitch.bridge import Bridge
-
-    class Capturing(Bridge):
-        """``Bridge`` that keeps, with a head, each route's held-out per-anchor agreement and the head's class of
-        each held-out anchor's true target vector (same order): what a rule reading agreement sees."""
-
-        def _choose(self, results, budget, anchors):
-            if anchors.reference is not None:
-                classes = np.concatenate([anchors.reference[q] for q in anchors.queries])
-                bits = {r.score.route: r.items["agreement"] for r in results if r.items and "agreement" in r.items}
-                self.cv_agreement_ = (classes, bits)
-            return super()._choose(results, budget, anchors)
-
-    return Capturing
-
-
 def _refitted(ctx, anchors: np.ndarray, seed: int, consumer: str, head=None):
     """(route, its refitted view) for every route ``Bridge(routes=every route, consumer=c).fit(..., head=)`` fits,
-    each with the parameter that fit chose for it; and, with a head, the fit's held-out agreement
-    (``cv_agreement_``)."""
+    each with the parameter that fit chose for it; and, with a head, what a rule reading agreement sees: the head's
+    class of each held-out anchor's true vector and each route's per-anchor agreement (same order), else None."""
     from benchmarks._pairs.runs import route_names
     from latentstitch.bridge import get_route
 
@@ -86,12 +69,15 @@ def _refitted(ctx, anchors: np.ndarray, seed: int, consumer: str, head=None):
     views = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bridge = _capturing_bridge()(routes=route_names(), consumer=consumer, seed=seed).fit(s, t, head=head)
+        bridge = _recording_bridge()(routes=route_names(), consumer=consumer, seed=seed).fit(s, t, head=head)
         for row in bridge.routes_:
             if not row.error:
                 spec = get_route(row.route)
                 views.append((row.route, _Fitted(spec.build(**row.params).fit(s, t), spec.family, bridge)))
-    return views, getattr(bridge, "cv_agreement_", None)
+    if bridge.classes_seen_ is None:
+        return views, None
+    bits = {route: seen["agreement"] for route, seen in bridge.items_seen_.items() if "agreement" in seen}
+    return views, (bridge.classes_seen_, bits)
 
 
 def _row_of(names: list[str], route: str, kind: str) -> int:

@@ -36,7 +36,8 @@ def _recording_bridge():
     from latentstitch.bridge import Bridge
 
     class RecordingBridge(Bridge):
-        """``Bridge`` that also keeps every route's held-out per-item hits (the benchmark's view of the fit)."""
+        """``Bridge`` that also keeps every route's held-out per-item hits (the benchmark's view of the fit) and,
+        with a head, the head's class of each held-out anchor's true target vector (``classes_seen_``, same order)."""
 
         def _choose(self, results, budget, anchors):
             chosen = super()._choose(results, budget, anchors)
@@ -46,6 +47,8 @@ def _recording_bridge():
                 if r.items is not None
             }
             self.parts_seen_ = [len(p) for p in anchors.parts]
+            reference = anchors.reference
+            self.classes_seen_ = None if reference is None else np.concatenate([reference[q] for q in anchors.queries])
             return chosen
 
     return RecordingBridge
