@@ -193,6 +193,13 @@ def test_a_migration_file_with_a_broken_learning_curve_is_named(fitted, tmp_path
     path.write_text(json.dumps(payload))
     with pytest.raises(ValueError, match="learning curve holds a value that is not a number"):
         Migration.load(path, "MIGRATION")
+    payload["learning"][migration.mode]["documents:recall@10"] = [float("nan")] * 3
+    path.write_text(json.dumps(payload))
+    with pytest.raises(ValueError, match="not finite"):
+        Migration.load(path, "MIGRATION")
+    payload["learning"] = {migration.mode: {"pairs": [10.0, 20.0]}}  # no measure: no gain to say, no crash
+    path.write_text(json.dumps(payload))
+    assert Migration.load(path, "MIGRATION").learning_words() is None
     payload["learning"] = {"sideways": {}}
     path.write_text(json.dumps(payload))
     with pytest.raises(ValueError, match="unknown mode 'sideways'"):

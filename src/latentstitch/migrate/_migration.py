@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,8 +38,9 @@ class Migration:
     """``mode``: "query" (bridge new queries into the old space; the index is untouched) or "corpus" (bridge the
     old index into the new space). ``metric``: the index's; with "cosine" the bridges read and write unit vectors,
     with "ip" and "l2" raw vectors. ``cv_mrr``: per mode, the held-out MRR@10 of each fold. ``learning``: per mode,
-    the learning curve of the same cross-validation (held-out Recall@10 when fitted on a quarter, a half and all of
-    each fold's training pairs; ``learning_words`` says it in a sentence)."""
+    the learning curve of the same cross-validation (the held-out re-embedded documents' and, when labelled, the
+    queries' retrieval measures when each fold's bridge is fitted on a quarter, a half and all of its training
+    pairs; ``learning_gain`` reads it, ``learning_words`` says it in a sentence)."""
 
     mode: str
     metric: str
@@ -62,6 +64,8 @@ class Migration:
         if not curve or len(curve.get("pairs", [])) < 2:
             return None
         measure = "queries:recall@10" if "queries:recall@10" in curve else "documents:recall@1"
+        if measure not in curve:
+            return None
         values, pairs = curve[measure], curve["pairs"]
         return measure, (values[-1] - values[-2]) / float(np.log2(pairs[-1] / pairs[-2]))
 
@@ -215,4 +219,6 @@ def _learning(value: Any, name: str) -> dict[str, dict[str, Any]]:
             raise ValueError(f"{name}: the {mode}-side learning curve's lists differ in length")
         if any(p <= 0 for p in out[mode]["pairs"]):
             raise ValueError(f"{name}: the {mode}-side learning curve counts a non-positive number of pairs")
+        if not all(math.isfinite(x) for k, v in out[mode].items() if k != "sample_pairs" for x in v):
+            raise ValueError(f"{name}: the {mode}-side learning curve holds a value that is not finite")
     return out
