@@ -207,7 +207,9 @@ def collect_runs(args) -> list[dict]:
                             continue
                         noise = None
                         if getattr(args, "head_noise", False) and library is not None:
-                            noise = _head_noise(path, library, items, source, target, anchors, seed, cached_only)
+                            noise, ctx = _head_noise(
+                                path, library, items, (source, target), anchors, seed, ctx, cached_only
+                            )
                         if library is not None:  # words pairs have no labels: their "own" is empty
                             own = library.get("own", {})
                         else:
@@ -231,9 +233,10 @@ def collect_runs(args) -> list[dict]:
     return runs
 
 
-def _head_noise(path: Path, library: dict, items, source: str, target: str, anchors, seed: int, cached_only: bool):
+def _head_noise(path: Path, library: dict, items, direction: tuple[str, str], anchors, seed: int, ctx, cached_only):
     """The run's ``head_noise`` figures per consumer (``benchmarks/_pairs/head_noise.py``; cached beside the run),
-    or None where it has none."""
+    or None where it has none; and the direction's ``PairContext`` (``ctx``, built here if it was not yet: its heads
+    are trained once per direction, not once per run)."""
     from benchmarks._pairs.head_noise import KIND, f1_figure, head_predictions, index_hits, mean_figure, noise_figures
     from benchmarks._pairs.runs import PairContext
     from latentstitch._core.atomic import write_text
@@ -241,13 +244,13 @@ def _head_noise(path: Path, library: dict, items, source: str, target: str, anch
     fits = library["fits"]
     consumers = [c for c, kind in KIND.items() if kind in fits and (c == "index" or items.labels is not None)]
     if "index/all" not in fits or not consumers:
-        return None
+        return None, ctx
     noise_path = path.with_name(path.stem + ".headnoise.json")
     if noise_path.exists():
-        return json.loads(noise_path.read_text())
+        return json.loads(noise_path.read_text()), ctx
     if cached_only:
-        return None
-    ctx = PairContext(items, source, target)
+        return None, ctx
+    ctx = ctx or PairContext(items, *direction)
     figures = {}
     for consumer in consumers:
         rules = None
@@ -260,7 +263,7 @@ def _head_noise(path: Path, library: dict, items, source: str, target: str, anch
         figures[consumer] = noise_figures(names, figure, pick, n, seed, rules)
     write_text(noise_path, json.dumps(figures))
     print(f"    head noise: {path.stem}", flush=True)
-    return figures
+    return figures, ctx
 
 
 def run(args) -> None:

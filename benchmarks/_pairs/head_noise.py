@@ -197,6 +197,17 @@ def noise_figures(names: list[str], figure, pick: int, n: int, seed: int = 0, ru
     }
 
 
+def _groups(runs: list[dict], keep=lambda figures: True) -> list[tuple[tuple, list[tuple[dict, dict]]]]:
+    """The runs' ``head_noise`` figures grouped by (half, consumer, budget), largest budget first: [(key, [(run,
+    figures), ...]), ...], only the figures ``keep`` accepts."""
+    groups: dict[tuple, list] = {}
+    for run in runs:
+        for consumer, figures in (run.get("head_noise") or {}).items():
+            if keep(figures):
+                groups.setdefault((run["half"], consumer, run["budget"]), []).append((run, figures))
+    return sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2]))
+
+
 def noise_table(runs: list[dict]) -> list[str]:
     """Per half, head consumer and budget: the pick within 0.01 as judged by the benchmark (against a best route
     whose relative heads were retrained with labels) and against the best route a ``head=`` user can have, and the
@@ -209,14 +220,10 @@ def noise_table(runs: list[dict]) -> list[str]:
         "oracle within, halves |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    groups: dict[tuple, list] = {}
-    for run in runs:
-        for consumer, figures in (run.get("head_noise") or {}).items():
-            judged = fit_figures(run, KIND[consumer])
-            groups.setdefault((run["half"], consumer, run["budget"]), []).append((figures, judged))
-    for (half, consumer, budget), rows in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2])):
-        figures = [f for f, _ in rows]
-        judged = [j["within"] for _, j in rows if j is not None and j["within"] is not None]
+    for (half, consumer, budget), rows in _groups(runs):
+        figures = [f for _, f in rows]
+        judged = [fit_figures(run, KIND[consumer]) for run, _ in rows]
+        judged = [j["within"] for j in judged if j is not None and j["within"] is not None]
 
         def mean(key, figures=figures):
             return f"{np.mean([f[key] for f in figures]):.3f}"
@@ -234,21 +241,16 @@ def noise_table(runs: list[dict]) -> list[str]:
 def rules_table(runs: list[dict]) -> list[str]:
     """Per half, head consumer and budget (runs that recorded the rules): the share of runs whose rule's route is
     within 0.01 of the best route a ``head=`` user can have (full test set)."""
-    groups: dict[tuple, list] = {}
-    names: dict[str, None] = {}
-    for run in runs:
-        for consumer, figures in (run.get("head_noise") or {}).items():
-            if figures.get("rules"):
-                groups.setdefault((run["half"], consumer, run["budget"]), []).append(figures)
-                names.update(dict.fromkeys(figures["rules"]))
+    groups = _groups(runs, lambda figures: bool(figures.get("rules")))
     if not groups:
         return []
-    columns = list(names)
+    columns = list(dict.fromkeys(name for _, rows in groups for _, f in rows for name in f["rules"]))
     lines = [
         "| half | fit | anchors | runs | the library's pick | " + " | ".join(columns) + " |",
         "|---|---|---|---|---|" + "---|" * len(columns),
     ]
-    for (half, consumer, budget), rows in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[0][2])):
+    for (half, consumer, budget), rows in groups:
+        rows = [f for _, f in rows]
         cells = [f"{np.mean([f['rules'][c]['within'] for f in rows if c in f['rules']]):.3f}" for c in columns]
         pick = np.mean([f["fair_within"] for f in rows])
         lines.append(f"| {half} | {KIND[consumer]} | {budget} | {len(rows)} | {pick:.3f} | " + " | ".join(cells) + " |")
