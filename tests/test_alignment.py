@@ -150,6 +150,31 @@ def test_bootstrap_anchors_errors():
         bootstrap_anchors(x, x, np.zeros((2, 2)), 5)
 
 
+def test_bootstrap_anchors_names_the_seeds_when_they_give_no_cosine():
+    """Seeds no item can take a cosine against are an error on ``seed_pairs`` (which pair, which side, how many are
+    needed), not a zero-norm error about ``anchors`` the caller never passed."""
+    x = anisotropic(60, 6, 0)
+    y = x @ rotation(6, 0)
+    seeds = np.stack([np.arange(10), np.arange(10)], axis=1)
+    with pytest.raises(ValueError, match=r"seed_pairs: one seed pair .* at least 2 seed pairs .* center=False"):
+        bootstrap_anchors(x, y, seeds[:1], 30)
+    assert bootstrap_anchors(x, y, seeds[:1], 30, center=False).pairs.shape == (30, 2)  # one cosine is defined
+    same = x.copy()
+    same[1:3] = same[0]  # three seed rows holding one vector: centring on their mean leaves nothing
+    with pytest.raises(ValueError, match="seed_pairs: the 3 seed rows of source are all the same vector"):
+        bootstrap_anchors(same, y, seeds[:3], 20)
+    zero = y.copy()
+    zero[4] = 0.0
+    with pytest.raises(ValueError, match=r"seed_pairs: pair 4 \(row 4 of target\) is the zero vector"):
+        bootstrap_anchors(x, zero, seeds[:5], 20, center=False)
+    middle = x.copy()
+    middle[2] = (x[0] + x[1]) / 2  # centred on the seeds' mean, this seed is the zero vector
+    with pytest.raises(ValueError, match=r"seed_pairs: pair 2 \(row 2 of source\) equals the mean"):
+        bootstrap_anchors(middle, y, seeds[:3], 20)
+    with pytest.raises(ValueError, match="source: row 12 has zero norm"):  # a zero row that is not a seed
+        bootstrap_anchors(np.where(np.arange(60)[:, None] == 12, 0.0, x), y, seeds[:5], 20, center=False)
+
+
 # --- GeneralizedProcrustes -------------------------------------------------------------------------------------
 def views(seed: int, noise: float = 0.0, widths=(12, 12, 10, 12)) -> tuple[np.ndarray, list[np.ndarray]]:
     rng = np.random.default_rng(seed)

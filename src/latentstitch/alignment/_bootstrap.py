@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from latentstitch._core.arrays import ArrayLike
+from latentstitch._core.errors import ZeroNormError
 from latentstitch._core.params import check_bool, check_positive_int
 from latentstitch.alignment._common import as_pairs, check_positive, space
 from latentstitch.relative import relative_projection
@@ -68,8 +69,55 @@ def _log_sinkhorn(cost: torch.Tensor, epsilon: float, max_iter: int) -> torch.Te
     return torch.exp(scaled + f[:, None] + g[None, :])
 
 
-def _relative(x: torch.Tensor, rows: np.ndarray, center: bool) -> torch.Tensor:
-    return relative_projection(x, x[torch.as_tensor(rows, device=x.device)], center=center)
+#: A centred seed row shorter than this many machine epsilons (of the table's dtype) times the longest seed row is
+#: taken as zero: it is rounding, not a direction (three equal rows are not exactly their own mean in floating point).
+_ZERO_EPSILONS = 16
+
+
+def _check_seeds(table: torch.Tensor, seeds: np.ndarray, side: str, center: bool) -> None:
+    """Seed rows of one side that every item can take a cosine against: none is the zero vector (after centring on
+    the seeds' mean with ``center``), so one seed pair is too few with ``center`` (it is its own mean)."""
+    rows = seeds[:, 0 if side == "source" else 1]
+    tolerance = _ZERO_EPSILONS * torch.finfo(table.dtype).eps
+    anchors = table[torch.as_tensor(rows, device=table.device)].double()
+    if center and len(seeds) == 1:
+        raise ValueError(
+            "seed_pairs: one seed pair gives one cosine per item, and center=True removes even that (a single "
+            "anchor centred on itself is the zero vector); give at least 2 seed pairs (about 10-20 work well), "
+            "or pass center=False"
+        )
+    scale = float(torch.linalg.vector_norm(anchors, dim=1).max())
+    if center:
+        anchors = anchors - anchors.mean(dim=0)
+    norms = torch.linalg.vector_norm(anchors, dim=1)
+    zero = (norms <= tolerance * scale).nonzero().flatten().tolist()
+    if not zero:
+        return
+    if center and len(zero) == len(rows):
+        raise ValueError(
+            f"seed_pairs: the {len(rows)} seed rows of {side} are all the same vector, so centring on their mean "
+            "(center=True) leaves no direction to take cosines against; give seed pairs of at least 2 distinct "
+            "rows (about 10-20 work well), or pass center=False"
+        )
+    pair = zero[0]
+    why = "equals the mean of the seed rows (center=True centres on it)" if center else "is the zero vector"
+    raise ValueError(
+        f"seed_pairs: pair {pair} (row {int(rows[pair])} of {side}) {why}, so cosines to it are undefined; drop "
+        "that pair or choose another seed"
+    )
+
+
+def _relative(x: torch.Tensor, rows: np.ndarray, center: bool, side: str) -> torch.Tensor:
+    try:
+        return relative_projection(x, x[torch.as_tensor(rows, device=x.device)], center=center)
+    except ZeroNormError as error:  # a row of the table (the seeds were checked): name the user's argument
+        if error.name != "x":
+            raise
+        centred = " after centring on the anchors' mean (center=True)" if center else ""
+        raise ValueError(
+            f"{side}: row {error.row} has zero norm{centred}, so its cosines to the anchors are undefined; remove "
+            "that row"
+        ) from None
 
 
 def _match(rel_s: torch.Tensor, rel_t: torch.Tensor, epsilon: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -137,6 +185,8 @@ def bootstrap_anchors(
     available = min(s.shape[0], t.shape[0]) - len(seeds)
     if n > available:
         raise ValueError(f"n: asked for {n} new pairs but only {available} rows of each table are not seeds")
+    _check_seeds(s.detach(), seeds, "source", center)
+    _check_seeds(t.detach(), seeds, "target", center)
     s64, t64 = s.detach().double(), t.detach().double().to(s.device)
 
     anchors = seeds
@@ -144,8 +194,8 @@ def bootstrap_anchors(
     for round_index in range(n_rounds):
         free_s = np.setdiff1d(np.arange(s.shape[0]), anchors[:, 0])
         free_t = np.setdiff1d(np.arange(t.shape[0]), anchors[:, 1])
-        rel_s = _relative(s64, anchors[:, 0], center)[torch.as_tensor(free_s)]
-        rel_t = _relative(t64, anchors[:, 1], center)[torch.as_tensor(free_t)]
+        rel_s = _relative(s64, anchors[:, 0], center, "source")[torch.as_tensor(free_s)]
+        rel_t = _relative(t64, anchors[:, 1], center, "target")[torch.as_tensor(free_t)]
         i, j, confidence = _match(rel_s, rel_t, epsilon)
         order = torch.argsort(confidence, descending=True)
         wanted = math.ceil(n * (round_index + 1) / n_rounds) - len(found)
