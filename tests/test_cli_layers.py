@@ -79,3 +79,24 @@ def test_the_output_may_not_overwrite_the_data(tmp_path, capsys):
     error = capsys.readouterr().err.strip().splitlines()
     assert len(error) == 1 and "--out" in error[0] and "--data" in error[0]
     assert data.read_text() == "a cat sat\na dog ran\n"
+
+
+def test_a_measure_undefined_on_every_layer_pair_is_reported_and_the_others_written(tmp_path, capsys):
+    """Fewer inputs than a layer's width + 1: SVCCA (a fitted measure) matches anything on every pair and is NaN
+    throughout; linear CKA is still defined. The run writes layers.json with both, and a note names SVCCA and why,
+    instead of failing on the empty heatmap after the PNGs ("All-NaN slice encountered")."""
+    a, b = tiny_bert(tmp_path / "bert-a", 0, 1), tiny_bert(tmp_path / "bert-b", 1, 1)
+    data = tmp_path / "sentences.txt"
+    data.write_text("\n".join(["the cat sat", "a dog ran", "the big mat", "a red log", "small cat ran on a mat"] * 2))
+    out = tmp_path / "out"
+    arguments = ["layers", str(a), str(b), "--data", str(data), "--out", str(out), "--quiet"]
+    assert main([*arguments, "--measures", "linear_cka", "svcca"]) == 0
+    written = json.loads((out / "layers.json").read_text())
+    values = written["result"]["values"]
+    assert np.isfinite(np.array(values["linear_cka"], dtype=float)).all()
+    assert np.isnan(np.array(values["svcca"], dtype=float)).all()
+    summary = [note for note in written["notes"] if note.startswith("svcca: no layer pair")]
+    assert len(summary) == 1 and "10 rows for 16 and 16 features" in summary[0]
+    printed = " ".join(capsys.readouterr().out.split())  # the notes are wrapped at the console's width
+    assert summary[0] in printed and "most alike: embeddings" in printed  # linear CKA's table keeps its best pair
+    assert (out / "layers_svcca.png").read_bytes()[:4] == b"\x89PNG"

@@ -205,3 +205,46 @@ def test_errors_name_the_argument():
     tokens_a, tokens_b = token_batches(1, 3, seed=1)[0], token_batches(1, 3, seed=2)[0]
     with pytest.raises(ValueError, match="same tokenisation"):
         layer_similarity(model_a, model_b, [(tokens_a, tokens_b)], pooling="tokens", separate_inputs=True)
+
+
+def test_a_measure_failing_on_a_pair_leaves_that_cell_nan_and_keeps_the_others(monkeypatch):
+    """An eigensolver that does not converge (torch raises ``LinAlgError``) in one measure on one layer pair: that
+    cell is NaN and says why, a warning names the measure, and every other cell and measure is kept."""
+    from latentstitch.similarity import _layer_similarity
+
+    svcca = _layer_similarity.LAYER_MEASURES["svcca"]
+
+    def failing(moments):
+        if moments.centered_aa().shape[0] == 3:  # the 3-wide layer of model_a
+            raise torch.linalg.LinAlgError("linalg.eigh: The algorithm failed to converge because the input matrix")
+        return svcca(moments)
+
+    monkeypatch.setitem(_layer_similarity.LAYER_MEASURES, "svcca", failing)
+    torch.manual_seed(0)
+    model_a = nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 6))
+    model_b = nn.Sequential(nn.Linear(4, 5))
+    x = torch.randn(40, 4)
+    with pytest.warns(
+        RuntimeWarning, match=r"svcca: 1 of 2 layer pairs left NaN, e.g. 0 ~ 0: svcca failed: linalg.eigh"
+    ):
+        result = layer_similarity(
+            model_a, model_b, [x], layers_a=["0", "1"], layers_b=["0"], measures=["linear_cka", "svcca"]
+        )
+    assert np.isfinite(result.values["linear_cka"]).all()
+    assert np.isnan(result.values["svcca"][0, 0]) and np.isfinite(result.values["svcca"][1, 0])
+    assert result.best("svcca")[:2] == ("1", "0")
+    assert list(result.undefined) == ["svcca"]
+
+
+def test_the_best_pair_of_a_measure_undefined_everywhere_is_a_named_error():
+    torch.manual_seed(0)
+    model_a, model_b = nn.Sequential(nn.Linear(4, 8)), nn.Sequential(nn.Linear(4, 8))
+    with pytest.warns(RuntimeWarning, match="svcca: 1 of 1 layer pairs left NaN"):
+        result = layer_similarity(
+            model_a, model_b, [torch.randn(6, 4)], layers_a=["0"], layers_b=["0"], measures=["linear_cka", "svcca"]
+        )
+    assert np.isfinite(result.values["linear_cka"]).all()
+    with pytest.raises(
+        ValueError, match=r"measure: svcca has no value on any layer pair .*6 rows for 8 and 8 features"
+    ):
+        result.best("svcca")

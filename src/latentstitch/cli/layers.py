@@ -113,6 +113,8 @@ def run(args: argparse.Namespace, modality: str, data: Path | None, out: Path, l
     import json
     import time
 
+    import numpy as np
+
     from latentstitch._core.atomic import write_text
     from latentstitch._core.device import set_threads
     from latentstitch._core.tables import print_tables, table
@@ -139,7 +141,7 @@ def run(args: argparse.Namespace, modality: str, data: Path | None, out: Path, l
     seconds = time.perf_counter() - started
     names = {"a": Path(args.a).name, "b": Path(args.b).name}
     rows_are = "tokens" if args.pooling == "tokens" else "inputs"
-    figures, tables = {}, []
+    figures, tables, empty = {}, [], []
     for measure in args.measures:
         png = out / f"layers_{measure}.png"
         heatmap(
@@ -155,18 +157,24 @@ def run(args: argparse.Namespace, modality: str, data: Path | None, out: Path, l
         figures[f"{measure} over every layer pair"] = png.name
         matrix = result.values[measure]
         rows = [[layer, *matrix[i].tolist()] for i, layer in enumerate(result.layers_a)]
-        best = result.best(measure)
+        if np.isnan(matrix).all():  # undefined on every pair: reported, and the other measures still written
+            empty.append(f"{measure}: no layer pair has a value (its heatmap is empty), e.g. {_why(result, measure)}")
+            footnote = "most alike: none, every layer pair is NaN (see the notes)"
+        else:
+            best = result.best(measure)
+            footnote = f"most alike: {best[0]} ~ {best[1]} = {best[2]:.3f}"
         tables.append(
             table(
                 f"{measure}: rows {names['a']}, columns {names['b']}",
                 [f"{names['a']} \\ {names['b']}", *result.layers_b],
                 rows,
-                f"most alike: {best[0]} ~ {best[1]} = {best[2]:.3f}",
+                footnote,
             )
         )
     notes = [
         f"{result.samples} {rows_are} ({described}), pooling {args.pooling}; layers of {names['a']}: "
         f"{len(result.layers_a)}, of {names['b']}: {len(result.layers_b)}; {seconds:.1f} s",
+        *empty,
         *_significance_notes(result),
         *[f"{measure}: {cell}" for measure, cells in result.undefined.items() for cell in cells],
     ]
@@ -187,6 +195,11 @@ def run(args: argparse.Namespace, modality: str, data: Path | None, out: Path, l
     for written in [path, *(out / f for f in figures.values())]:
         print(f"written: {written}")
     return 0
+
+
+def _why(result, measure: str) -> str:
+    cells = result.undefined.get(measure)
+    return cells[0] if cells else "the measure returned NaN"
 
 
 def _significance_notes(result) -> list[str]:

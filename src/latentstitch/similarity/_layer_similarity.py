@@ -71,7 +71,8 @@ class LayerSimilarity(Result):
     the second, over ``samples`` rows (inputs, or tokens with ``pooling="tokens"``). ``widths_a``, ``widths_b``:
     each layer's number of features after pooling. ``undefined``: per measure, the cells left NaN and why (a layer
     with no variance over the data, e.g. a constant position embedding; a fitted measure, R^2 or the CCA family, with
-    no more rows than features + 1, where it matches anything).
+    no more rows than features + 1, where it matches anything; a measure that failed on that pair, with its error:
+    the other cells and measures are kept).
 
     ``p_values[measure]``: per cell, the closed-form permutation p-value (linear CKA: the exact null mean and
     variance and a Pearson type III tail, ``permutation_test(..., method="moments")``); ``p_corrected[measure]``:
@@ -102,6 +103,10 @@ class LayerSimilarity(Result):
     def best(self, measure: str) -> tuple[str, str, float]:
         """The most alike pair under ``measure`` (largest similarity or smallest distance)."""
         matrix = self.values[measure]
+        if np.isnan(matrix).all():
+            cells = self.undefined.get(measure)
+            why = f", e.g. {cells[0]}" if cells else ""
+            raise ValueError(f"measure: {measure} has no value on any layer pair (every cell is NaN{why})")
         sign = 1.0 if get_measure(measure).kind == "similarity" else -1.0
         i, j = np.unravel_index(np.nanargmax(sign * matrix), matrix.shape)
         return self.layers_a[i], self.layers_b[j], float(matrix[i, j])
@@ -181,6 +186,12 @@ def _cell(
             value = float(LAYER_MEASURES[name](pair))
         except ZeroVarianceError as error:
             return math.nan, f"layer {layers[0] if error.name == 'x' else layers[1]!r} does not vary", []
+        except (ValueError, ArithmeticError, RuntimeError) as error:  # e.g. an eigensolver that did not converge:
+            # this cell is NaN and says why; the other measures and layer pairs are kept
+            detail = " ".join(str(error).split())[:200]
+            return math.nan, f"{name} failed: {detail}", [str(w.message) for w in caught]
+    if math.isnan(value):  # never a silent NaN cell
+        return value, f"{name} gave NaN", [str(w.message) for w in caught]
     return value, "", [str(w.message) for w in caught]
 
 
