@@ -246,9 +246,11 @@ class _progress_bar:
     def __enter__(self):
         if not self.enabled:
             return lambda k: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 
-        self._progress = Progress(
+        from latentstitch._core.progress import new_progress
+
+        self._progress = new_progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
         )
         self._progress.__enter__()

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rich.progress import Progress
 
 from latentstitch._core.figures import pyplot, save_figure
 from latentstitch._core.params import check_positive_int, check_seed
+from latentstitch._core.progress import new_progress
 from latentstitch.data import load_mnist_5k
 from latentstitch.experiments._report import Expectation, Report, ResultTable
 from latentstitch.experiments.registry import DEMO_OUT
@@ -121,7 +121,7 @@ def train_models(
 ) -> dict[tuple[str, int], LatentClassifier]:
     """An absolute and a relative classifier per seed."""
     models: dict[tuple[str, int], LatentClassifier] = {}
-    with Progress(disable=not progress, transient=False) as bar:
+    with new_progress(disable=not progress, transient=False) as bar:
         for kind in KINDS:
             for seed in seeds:
                 task = bar.add_task(f"train {kind} seed {seed}", total=epochs)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from rich.progress import Progress
 
+from latentstitch._core.progress import new_progress
 from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
 from latentstitch.experiments._text import (
     SHORT_NAMES,
@@ -116,7 +116,7 @@ def train_heads(data: Encoded, config: Config, *, progress: bool) -> dict:
     """An absolute, a relative and a centred relative head per (encoder, seed)."""
     task, y_train = data.task, torch.from_numpy(data.task.y_train)
     heads = {}
-    with Progress(disable=not progress, transient=True) as bar:
+    with new_progress(disable=not progress, transient=True) as bar:
         job = bar.add_task("cross-architecture: heads", total=len(config.encoders) * len(config.seeds))
         for name in config.encoders:
             x = data.train[name]

@@ -95,9 +95,11 @@ def measure(
 
     stages = 2 + 2 + len(config.cka_penalty_sweep) + len(config.init_layers) * (2 * config.init_runs + 1) + 1 + 1
     stages += len(config.rank_layers) * len(config.ranks) + len(config.widths) - 1 + 2 * (len(config.widths) - 1)
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), disable=not progress) as bar:
+    from latentstitch._core.progress import new_progress
+
+    with new_progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), disable=not progress) as bar:
         task = bar.add_task("frankenstein", total=stages)
 
         def stage(description: str) -> None:

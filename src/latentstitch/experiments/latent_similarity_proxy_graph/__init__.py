@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from rich.progress import Progress
 
+from latentstitch._core.progress import new_progress
 from latentstitch.experiments._grid import map_grid
 from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
 from latentstitch.experiments.latent_similarity_proxy_graph import patterns
@@ -128,7 +128,7 @@ def train_grid(setup: Setup, *, progress: bool) -> tuple[int, list[dict]]:
 
 def compare_latents(setup: Setup, config: Config, *, progress: bool) -> dict[str, list[dict[str, float]]]:
     """Node classification with relative vs absolute 2-layer GCNs."""
-    with Progress(disable=not progress, transient=True) as bar:
+    with new_progress(disable=not progress, transient=True) as bar:
         bar.add_task("node classification, relative vs absolute GCN", total=None)
         return node_classification(
             setup.data, setup.graph.num_classes, setup.anchors, list(config.nc_seeds), config.nc_epochs

@@ -40,8 +40,9 @@ def evaluate(pair: SpacePair, seeds: list[int], *, progress: bool, description: 
     """Absolute retrieval both ways (the narrower space zero-padded when the widths differ, with a control at
     equal width: the wider space reduced to the narrower width by its own PCA), same-space retrieval, and relative
     retrieval (plain and anchor-centred) for every anchor seed."""
-    from rich.progress import Progress
     from sklearn.decomposition import PCA
+
+    from latentstitch._core.progress import new_progress
 
     first, second = pair.names
     x, y = pair.vectors[first], pair.vectors[second]
@@ -61,7 +62,7 @@ def evaluate(pair: SpacePair, seeds: list[int], *, progress: bool, description: 
         }
     same_space = {f"{name} -> {name}": retrieval(v, v) for name, v in pair.vectors.items()}
     relative: dict[str, dict[str, list[tuple[float, float, float]]]] = {"plain": {}, "centred": {}}
-    with Progress(disable=not progress, transient=True) as bar:
+    with new_progress(disable=not progress, transient=True) as bar:
         task = bar.add_task(description, total=len(seeds))
         for seed in seeds:
             anchors = select_anchors(x, NUM_ANCHORS, "random", seed=seed)  # parallel: the same words in both
