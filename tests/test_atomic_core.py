@@ -238,3 +238,50 @@ def test_a_symlinked_destination_is_written_through_and_permissions_are_kept(tmp
     assert (tmp_path / "current.json").is_symlink() and real.read_text() == "new"
     assert real.stat().st_mode & 0o777 == 0o640
     assert not _partials(tmp_path) and not _partials(tmp_path / "runs")
+
+
+def test_a_stale_partial_of_the_same_output_is_removed_and_a_live_or_unknown_one_kept(tmp_path):
+    """The embedding writer first removes the partial files of its destination whose writer (a process of this
+    machine, named in the file name) no longer runs, each with a one-line warning; it keeps a running writer's
+    file silently, reports one it cannot check (another machine, an older name without a process), and leaves
+    other outputs' partial files alone."""
+    import subprocess
+    import sys
+    import warnings
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()  # its process id is free now: a writer that was killed
+    host = atomic._host()
+    output = tmp_path / "bridged.npy"
+    planted = {
+        "stale": tmp_path / f".bridged{PARTIAL_MARK}{host}-{ended.pid}-0123abcd.npy",
+        "live": tmp_path / f".bridged{PARTIAL_MARK}{host}-{os.getppid()}-4567abcd.npy",  # pytest's parent runs
+        "elsewhere": tmp_path / f".bridged{PARTIAL_MARK}abcdef-{ended.pid}-89abcdef.npy",
+        "older": tmp_path / f".bridged{PARTIAL_MARK}00ff00ff.npy",
+        "other output": tmp_path / f".other{PARTIAL_MARK}{host}-{ended.pid}-0123abcd.npy",
+    }
+    if host == "abcdef":
+        pytest.skip("this machine's name hashes to the planted foreign host")
+    for path in planted.values():
+        path.write_bytes(b"\0" * 3000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        write_embeddings(output, np.ones((4, 3), dtype=np.float32))
+    assert np.array_equal(np.load(output), np.ones((4, 3), dtype=np.float32))
+    assert {name for name, path in planted.items() if not path.exists()} == {"stale"}
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 3, messages
+    assert (
+        f"path: removed {str(planted['stale'])!r} (3000 bytes), the partial output of an earlier run (process "
+        f"{ended.pid}) that stopped before it finished bridged.npy"
+    ) in messages
+    assert any(
+        f"{planted['elsewhere'].name}' (3000 bytes) is the partial output of an earlier run on another "
+        "machine that may have stopped" in m
+        for m in messages
+    )
+    assert any(
+        f"{planted['older'].name}' (3000 bytes) is the partial output of an earlier run that may" in m for m in messages
+    )
+    # a new partial file names this machine and process, so the next writer can check it
+    assert atomic.partial_path(output).name.startswith(f".bridged{PARTIAL_MARK}{host}-{os.getpid()}-")

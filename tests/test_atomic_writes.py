@@ -182,18 +182,27 @@ def test_a_run_stopped_half_way_leaves_the_destination_as_it_was(launcher, files
         assert left and all(p.name.startswith(f".{output.stem}{PARTIAL_MARK}") for p in left)
 
 
-def test_the_next_run_after_a_kill_writes_the_whole_output(launcher, files, tmp_path):
+def test_the_next_run_after_a_kill_writes_the_whole_output_and_removes_the_partial_file(
+    launcher, files, tmp_path, capsys
+):
+    """The killed run's hidden partial file (named with its process) is removed by the next run to the same output,
+    which says so in one line; the output is whole."""
     output = tmp_path / "bridged.npy"
     pid = launcher.run(files, output, tmp_path / "halfway", [tmp_path / "never"])
     _wait_for(tmp_path / "halfway")
     os.kill(pid, signal.SIGKILL)
     launcher.wait(pid)
-    assert not output.exists() and _partials(tmp_path)
-    assert main(["bridge", "apply", str(files / "bridge.safetensors"), str(files / "new.npy"), "-o", str(output)]) == 0
+    (left,) = _partials(tmp_path)
+    assert not output.exists() and f"-{pid}-" in left.name
+    argv = ["bridge", "apply", str(files / "bridge.safetensors"), str(files / "new.npy"), "-o", str(output)]
+    assert main([*argv, "--quiet"]) == 0
     from latentstitch.bridge import Bridge
 
     expected = Bridge.load(files / "bridge.safetensors").transform(np.load(files / "new.npy"))
     np.testing.assert_allclose(np.load(output), expected, rtol=1e-5, atol=1e-5)
+    assert not _partials(tmp_path)
+    notes = [line for line in capsys.readouterr().err.splitlines() if left.name in line]
+    assert len(notes) == 1 and f"removed {str(left)!r}" in notes[0] and f"(process {pid})" in notes[0]
 
 
 @pytest.mark.parametrize("suffix", [".npy", ".parquet", ".csv"])

@@ -1,8 +1,12 @@
 """The one way a file is written: into a temporary file beside the destination, flushed and fsynced, then renamed
 over it in one step (``os.replace``, atomic on POSIX and Windows within a folder). On any error, Ctrl-C or a kill,
 the destination keeps its previous content (or still does not exist); two writers at once each produce a whole file
-and the last rename wins. A temporary file left by a killed process is named ``.NAME.partial-XXXX.SUFFIX``: hidden,
-beside its destination, and plainly partial.
+and the last rename wins. A temporary file left by a killed process is named ``.NAME.partial-HOST-PID-XXXX.SUFFIX``:
+hidden, beside its destination, plainly partial, and saying which process wrote it (``HOST``: a short hash of the
+machine's name), so that the next writer of the same destination that asks for it (``PendingFile(...,
+clear_stale=True)``, as the embedding writer does) removes it once that process no longer runs, with a one-line
+warning; a partial file whose writer cannot be checked (another machine, or an older name without a process) is
+reported and kept.
 
 ``atomic_path`` is for a file written in one go; ``PendingFile`` for one written over time (a streaming writer: open
 it, write ``.path`` chunk by chunk, then ``commit()`` or ``discard()``). ``tests/test_write_protocol.py`` checks that no
@@ -15,19 +19,95 @@ format's manifest lists (``state.json``, an index) inside that folder."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import glob
+import hashlib
 import os
+import re
 import secrets
+import socket
 import stat
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 PARTIAL_MARK = ".partial-"
 
 
+@functools.cache
+def _host() -> str:
+    """Six hex digits naming this machine in a partial file's name (a process id means something only on its own)."""
+    return hashlib.blake2s(socket.gethostname().encode("utf-8", "replace"), digest_size=3).hexdigest()
+
+
 def partial_path(destination: Path) -> Path:
     """A fresh temporary path in ``destination``'s folder that keeps its suffix (writers that choose a format by
-    suffix, such as numpy or matplotlib, still see it)."""
-    return destination.with_name(f".{destination.stem}{PARTIAL_MARK}{secrets.token_hex(4)}{destination.suffix}")
+    suffix, such as numpy or matplotlib, still see it) and names the machine and process writing it."""
+    tag = f"{_host()}-{os.getpid()}-{secrets.token_hex(4)}"
+    return destination.with_name(f".{destination.stem}{PARTIAL_MARK}{tag}{destination.suffix}")
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` of this machine exists (POSIX; elsewhere it is taken as running: never removed)."""
+    if os.name != "posix" or pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)  # signal 0: the existence check, nothing is sent
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it runs, as another user
+        return True
+    return True
+
+
+def _size(path: Path) -> str:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return "size unknown"
+    return f"{size / 2**20:.0f} MiB" if size >= 2**20 else f"{size} bytes"
+
+
+def clear_stale_partials(destination: Path, option: str = "path") -> list[Path]:
+    """Remove the partial files of ``destination`` (``.NAME.partial-HOST-PID-XXXX.SUFFIX`` beside it) left by a
+    process of this machine that no longer runs, each with a one-line warning; returns the removed paths. A partial
+    file of a running process (a writer at work now) is never touched; one whose process cannot be checked (written
+    on another machine, or named without a process by an older version) is reported, not removed."""
+    name = re.escape(destination.stem) + re.escape(PARTIAL_MARK)
+    pattern = re.compile(rf"\.{name}(?:([0-9a-f]{{6}})-([0-9]+)-)?[0-9a-f]{{8}}{re.escape(destination.suffix)}")
+    removed = []
+    for path in sorted(destination.parent.glob(f".{glob.escape(destination.stem)}{PARTIAL_MARK}*")):
+        match = pattern.fullmatch(path.name)
+        if match is None or path.is_symlink() or not path.is_file():
+            continue
+        host, pid = match.group(1), match.group(2)
+        if host == _host() and pid is not None and not _running(int(pid)):
+            size = _size(path)
+            try:
+                path.unlink()
+            except FileNotFoundError:  # another writer removed it first
+                continue
+            except OSError as error:
+                warnings.warn(
+                    f"{option}: cannot remove {str(path)!r} ({size}), the partial output of an earlier run (process "
+                    f"{pid}) that stopped before it finished {destination.name}: {error.strerror}",
+                    stacklevel=3,
+                )
+                continue
+            removed.append(path)
+            warnings.warn(
+                f"{option}: removed {str(path)!r} ({size}), the partial output of an earlier run (process {pid}) "
+                f"that stopped before it finished {destination.name}",
+                stacklevel=3,
+            )
+        elif host != _host():
+            where = "on another machine " if host is not None else ""
+            warnings.warn(
+                f"{option}: {str(path)!r} ({_size(path)}) is the partial output of an earlier run {where}that may "
+                f"have stopped before it finished {destination.name}; remove it if no run is writing that file now",
+                stacklevel=3,
+            )
+    return removed
 
 
 def _fsync_file(path: Path) -> None:
@@ -49,15 +129,19 @@ class PendingFile:
     ``commit()`` fsyncs it and renames it onto ``destination`` in one step, ``discard()`` removes it and leaves
     ``destination`` as it was. A destination that is a symlink is written through (the file it points to is
     replaced, the link stays); the replaced file's permission bits are kept. ``option`` names the argument in errors
-    (a missing folder, nothing written)."""
+    (a missing folder, nothing written). ``clear_stale``: first remove the partial files of the same destination
+    that earlier, stopped processes left (``clear_stale_partials``): for writers of large files, where a kill leaves
+    much behind (it lists the folder, so not for many small files in one folder)."""
 
-    def __init__(self, destination: str | os.PathLike, *, option: str = "path"):
+    def __init__(self, destination: str | os.PathLike, *, option: str = "path", clear_stale: bool = False):
         self.destination = Path(os.fspath(destination))
         self.option = option
         self.target = Path(os.path.realpath(self.destination)) if self.destination.is_symlink() else self.destination
         folder = self.target.parent
         if not folder.is_dir():
             raise FileNotFoundError(f"{option}: folder {str(folder)!r} does not exist (for {str(self.destination)!r})")
+        if clear_stale:
+            clear_stale_partials(self.target, option)
         self.path = partial_path(self.target)
         self.done = False
 

@@ -4,7 +4,8 @@ written without holding it.
 
 Every format is written into a temporary file beside the destination and renamed onto it at ``close()``
 (``latentstitch._core.atomic``): until then the destination keeps its previous content, and an error, Ctrl-C or a
-kill half-way leaves it as it was (a killed process leaves its hidden ``.NAME.partial-XXXX.SUFFIX`` file)."""
+kill half-way leaves it as it was (a killed process leaves its hidden ``.NAME.partial-HOST-PID-XXXX.SUFFIX`` file,
+which the next writer of the same destination removes, with a warning, once that process no longer runs)."""
 
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ class EmbeddingWriter:
         self._held: list[np.ndarray] = []
         self._handle: Any = None
         self._file: Any = None
-        self._pending = PendingFile(self.path, option=option)
+        self._pending = PendingFile(self.path, option=option, clear_stale=True)
         try:
             self._open(ids, key, n_rows, n_features)
         except BaseException:
