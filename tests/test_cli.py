@@ -208,3 +208,25 @@ def test_a_missing_optional_extra_is_one_line_naming_the_pip_command(tmp_path, m
     assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "a.csv"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install 'latentstitch[files]'" in err[0] and err[0].startswith("latentstitch compare")
+
+
+def test_the_library_s_argument_names_become_the_options_typed():
+    from latentstitch.cli.options import UsageError, option_errors, translate
+
+    table = {"key": "--key", "id_column": "--id-column", "x": "A", "y": "B"}
+    assert translate("x, y: 3 samples; say which with key=", table) == "A, B: 3 samples; say which with --key"
+    assert (
+        translate("id_column: no column (given by id_column=)", table)
+        == "--id-column: no column (given by --id-column)"
+    )
+    # only the arguments the library names are rewritten: words, file names and other options stay as they are
+    untouched = "path: 'key=1/id_column.npz' holds no key for x (use --key or monkey=)"
+    assert translate(untouched, table) == untouched
+    for raised, expected in [("id_column: bad", "--sample-id-column: bad"), ("x: bad", "A: bad")]:
+        with pytest.raises(UsageError, match=f"^{expected}$"), option_errors(table):
+            with option_errors({"id_column": "--sample-id-column"}):  # an inner table (one call's) comes first
+                raise ValueError(raised)
+    with pytest.raises(ValueError, match="^other: bad$") as left:
+        with option_errors(table):
+            raise ValueError("other: bad")
+    assert not isinstance(left.value, UsageError)  # nothing to translate: the library's error as it was
