@@ -1,5 +1,6 @@
 """The command line: every command has help, and the demo shows the stitching pattern end to end."""
 
+import argparse
 import json
 import subprocess
 import sys
@@ -230,3 +231,29 @@ def test_the_library_s_argument_names_become_the_options_typed():
         with option_errors(table):
             raise ValueError("other: bad")
     assert not isinstance(left.value, UsageError)  # nothing to translate: the library's error as it was
+
+
+def _choices(command: list[str], option: str) -> tuple:
+    parser = build_parser()
+    for name in command:
+        parser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+    return tuple(next(a for a in parser._actions if option in a.option_strings).choices)
+
+
+def test_the_cli_s_vocabularies_are_the_library_s():
+    """The command line keeps copies of the library's names (so that --help and option errors import nothing heavy):
+    each option offers exactly what the library accepts."""
+    from latentstitch import bridge, migrate
+    from latentstitch.cli.layers import HOOKABLE, MEASURES, NOT_HOOKABLE
+    from latentstitch.encoders import ENCODERS
+    from latentstitch.similarity import LAYER_MEASURES, layer_similarity
+
+    for action in ("plan", "fit", "certify", "apply"):
+        assert _choices(["migrate", action], "--kind") == tuple(migrate.KINDS)
+        assert _choices(["migrate", action], "--metric") == tuple(migrate.METRICS)
+    assert _choices(["migrate", "apply"], "--output-kind") == tuple(migrate.KINDS)
+    assert _choices(["migrate", "plan"], "--strategy") == tuple(migrate.STRATEGIES)
+    assert _choices(["bridge", "fit"], "--consumer") == tuple(bridge.CONSUMERS)
+    assert _choices(["layers"], "--pooling") == tuple(sys.modules[layer_similarity.__module__].POOLINGS)
+    assert MEASURES == tuple(LAYER_MEASURES)
+    assert set(HOOKABLE) | set(NOT_HOOKABLE) <= set(ENCODERS)  # packaged encoders, by the registry's names

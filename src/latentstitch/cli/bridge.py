@@ -56,6 +56,8 @@ from latentstitch.cli.options import (
 
 HELP = "fit a checked bridge between two models' embeddings (fit), or apply one to new vectors (apply)"
 DEFAULT_BUDGET = (50, 100, 300)
+#: ``bridge.CONSUMERS``, copied so that --help imports nothing heavy (tests/test_cli.py holds the copy equal)
+CONSUMERS = ("index", "scaled_head", "raw_head")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,7 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--no-budget", action="store_true", help="skip the anchor-budget advice")
     fit.add_argument(
         "--consumer",
-        choices=("index", "scaled_head", "raw_head"),
+        choices=CONSUMERS,
         default="index",
         help="what reads the bridged vectors, so the route is chosen on the score that predicts it: index (default; "
         "a nearest-neighbour index: held-out MRR), scaled_head (a classifier that standard-scales its input: R^2 of "
