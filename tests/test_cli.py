@@ -221,7 +221,7 @@ def test_the_library_s_argument_names_become_the_options_typed():
         == "--id-column: no column (given by --id-column)"
     )
     # only the arguments the library names are rewritten: words, file names and other options stay as they are
-    untouched = "path: 'key=1/id_column.npz' holds no key for x (use --key or monkey=)"
+    untouched = "path: 'key=1/id_column.npz' holds no key for x (use --key or monkey=); Bridge(key='a')"
     assert translate(untouched, table) == untouched
     for raised, expected in [("id_column: bad", "--sample-id-column: bad"), ("x: bad", "A: bad")]:
         with pytest.raises(UsageError, match=f"^{expected}$"), option_errors(table):

@@ -83,7 +83,7 @@ def option_errors(options: Mapping[str, str]) -> Iterator[None]:
 #: The library's way of naming its arguments in a message: ``"name: ..."`` or ``"x, y: ..."`` at the start (the
 #: arguments at fault), and ``name=`` anywhere (an argument to give or leave out: ``"say which with key="``).
 _LEADING = re.compile(r"^((?:[A-Za-z_][\w\[\]'\".-]*)(?:, [A-Za-z_][\w\[\]'\".-]*)*):")
-_KEYWORD = re.compile(r"(?<![\w./\\=-])([A-Za-z_]\w*)=(?![\w=])")
+_KEYWORD = re.compile(r"(?<![\w./\\=-])([A-Za-z_]\w*)=(?=$|[\s,;.)])")
 
 
 def translate(message: str, options: Mapping[str, str]) -> str:
