@@ -257,3 +257,17 @@ def test_the_cli_s_vocabularies_are_the_library_s():
     assert _choices(["layers"], "--pooling") == tuple(sys.modules[layer_similarity.__module__].POOLINGS)
     assert MEASURES == tuple(LAYER_MEASURES)
     assert set(HOOKABLE) | set(NOT_HOOKABLE) <= set(ENCODERS)  # packaged encoders, by the registry's names
+
+
+def test_a_reproduction_s_checkpoint_error_names_the_option(tmp_path, monkeypatch, capsys):
+    """The checkpoint speaks Python (``resume``, tests/test_frankenstein_resume.py); the command line says --resume."""
+    from latentstitch.experiments import reproduce
+
+    def refuse(*args, **kwargs):
+        raise ValueError("resume: the checkpoint in 'x' was made with other settings; start over without resume=")
+
+    monkeypatch.setattr(reproduce, "run_reproductions", refuse)
+    assert main(["reproduce", "frankenstein", "--resume", "--out", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("latentstitch reproduce: error: --resume: the checkpoint in 'x'") and err.count("\n") == 0
+    assert "start over without --resume (--debug" in err and "resume=" not in err
