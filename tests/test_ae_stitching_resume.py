@@ -70,5 +70,5 @@ def test_lost_reconstructions_named(setup, tmp_path):
     folder = tmp_path / "checkpoint"
     measure(config, tasks, baselines, False, Checkpoint(folder, asdict(config), resume=False, log=lambda _: None))
     (folder / "mnist_AE_absolute_reconstructions.safetensors").unlink()
-    with pytest.raises(ValueError, match=r"--resume: .* lacks mnist_AE_absolute_reconstructions"):
+    with pytest.raises(ValueError, match=r"^resume: .* lacks mnist_AE_absolute_reconstructions"):
         measure(config, tasks, baselines, False, Checkpoint(folder, asdict(config), resume=True, log=lambda _: None))

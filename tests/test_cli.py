@@ -1,5 +1,6 @@
 """The command line: every command has help, and the demo shows the stitching pattern end to end."""
 
+import argparse
 import json
 import subprocess
 import sys
@@ -208,3 +209,65 @@ def test_a_missing_optional_extra_is_one_line_naming_the_pip_command(tmp_path, m
     assert main(["compare", str(tmp_path / "a.csv"), str(tmp_path / "a.csv"), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install 'latentstitch[files]'" in err[0] and err[0].startswith("latentstitch compare")
+
+
+def test_the_library_s_argument_names_become_the_options_typed():
+    from latentstitch.cli.options import UsageError, option_errors, translate
+
+    table = {"key": "--key", "id_column": "--id-column", "x": "A", "y": "B"}
+    assert translate("x, y: 3 samples; say which with key=", table) == "A, B: 3 samples; say which with --key"
+    assert (
+        translate("id_column: no column (given by id_column=)", table)
+        == "--id-column: no column (given by --id-column)"
+    )
+    # only the arguments the library names are rewritten: words, file names and other options stay as they are
+    untouched = "path: 'key=1/id_column.npz' holds no key for x (use --key or monkey=); Bridge(key='a')"
+    assert translate(untouched, table) == untouched
+    for raised, expected in [("id_column: bad", "--sample-id-column: bad"), ("x: bad", "A: bad")]:
+        with pytest.raises(UsageError, match=f"^{expected}$"), option_errors(table):
+            with option_errors({"id_column": "--sample-id-column"}):  # an inner table (one call's) comes first
+                raise ValueError(raised)
+    with pytest.raises(ValueError, match="^other: bad$") as left:
+        with option_errors(table):
+            raise ValueError("other: bad")
+    assert not isinstance(left.value, UsageError)  # nothing to translate: the library's error as it was
+
+
+def _choices(command: list[str], option: str) -> tuple:
+    parser = build_parser()
+    for name in command:
+        parser = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[name]
+    return tuple(next(a for a in parser._actions if option in a.option_strings).choices)
+
+
+def test_the_cli_s_vocabularies_are_the_library_s():
+    """The command line keeps copies of the library's names (so that --help and option errors import nothing heavy):
+    each option offers exactly what the library accepts."""
+    from latentstitch import bridge, migrate
+    from latentstitch.cli.layers import HOOKABLE, MEASURES, NOT_HOOKABLE
+    from latentstitch.encoders import ENCODERS
+    from latentstitch.similarity import LAYER_MEASURES, layer_similarity
+
+    for action in ("plan", "fit", "certify", "apply"):
+        assert _choices(["migrate", action], "--kind") == tuple(migrate.KINDS)
+        assert _choices(["migrate", action], "--metric") == tuple(migrate.METRICS)
+    assert _choices(["migrate", "apply"], "--output-kind") == tuple(migrate.KINDS)
+    assert _choices(["migrate", "plan"], "--strategy") == tuple(migrate.STRATEGIES)
+    assert _choices(["bridge", "fit"], "--consumer") == tuple(bridge.CONSUMERS)
+    assert _choices(["layers"], "--pooling") == tuple(sys.modules[layer_similarity.__module__].POOLINGS)
+    assert MEASURES == tuple(LAYER_MEASURES)
+    assert set(HOOKABLE) | set(NOT_HOOKABLE) <= set(ENCODERS)  # packaged encoders, by the registry's names
+
+
+def test_a_reproduction_s_checkpoint_error_names_the_option(tmp_path, monkeypatch, capsys):
+    """The checkpoint speaks Python (``resume``, tests/test_frankenstein_resume.py); the command line says --resume."""
+    from latentstitch.experiments import reproduce
+
+    def refuse(*args, **kwargs):
+        raise ValueError("resume: the checkpoint in 'x' was made with other settings; start over without resume=")
+
+    monkeypatch.setattr(reproduce, "run_reproductions", refuse)
+    assert main(["reproduce", "frankenstein", "--resume", "--out", str(tmp_path), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("latentstitch reproduce: error: --resume: the checkpoint in 'x'") and err.count("\n") == 0
+    assert "start over without --resume (--debug" in err and "resume=" not in err

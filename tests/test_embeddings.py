@@ -4,6 +4,7 @@ or by ids, and every bad input is one error naming the file and the option."""
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -60,9 +61,9 @@ def test_keys_pick_one_array_and_the_default_is_explained(tmp_path, vectors):
     np.testing.assert_array_equal(read_embeddings(tmp_path / "two.npz").vectors, vectors)  # 'vectors' is a known name
     np.savez(tmp_path / "odd.npz", a=vectors, b=vectors * 2)
     np.testing.assert_array_equal(read_embeddings(tmp_path / "odd.npz", key="b").vectors, vectors * 2)
-    with pytest.raises(EmbeddingFileError, match=r"holds 2 arrays \(a, b\); say which holds the vectors with --key"):
+    with pytest.raises(EmbeddingFileError, match=r"holds 2 arrays \(a, b\); say which holds the vectors with key="):
         open_embeddings(tmp_path / "odd.npz")
-    with pytest.raises(EmbeddingFileError, match=r"has no array 'c' \(given by --key\); its arrays are: a, b"):
+    with pytest.raises(EmbeddingFileError, match=r"has no array 'c' \(given by key=\); its arrays are: a, b"):
         open_embeddings(tmp_path / "odd.npz", key="c", option="SOURCE")
     with pytest.raises(EmbeddingFileError, match="holds int64 values in array 'labels', not floating-point vectors"):
         open_embeddings(tmp_path / "two.npz", key="labels")
@@ -129,7 +130,7 @@ def test_hugging_face_save_to_disk_folders(tmp_path, vectors):
     _save_to_disk(tmp_path / "splits" / "test", table.slice(0, 4))
     (tmp_path / "splits" / "dataset_dict.json").write_text(json.dumps({"splits": ["train", "test"]}))
     assert read_embeddings(tmp_path / "splits", key="test").vectors.shape == (4, 5)
-    with pytest.raises(EmbeddingFileError, match="holds the splits train, test; say which with --key"):
+    with pytest.raises(EmbeddingFileError, match="holds the splits train, test; say which with key="):
         open_embeddings(tmp_path / "splits")
     (tmp_path / "plain").mkdir()
     with pytest.raises(EmbeddingFileError, match="is a folder but not a Hugging Face save_to_disk folder"):
@@ -216,11 +217,11 @@ def test_ragged_and_missing_parquet_vectors_are_named(tmp_path):
     with pytest.raises(EmbeddingFileError, match=r"has no vector in row 1 \(column 'v' is null there\)"):
         open_embeddings(tmp_path / "null.parquet").read()
     pq.write_table(pa.table({"a": [[1.0]], "b": [[2.0]]}), tmp_path / "two.parquet")
-    with pytest.raises(EmbeddingFileError, match=r"has several list columns \(a, b\); say which .* --vector-column"):
+    with pytest.raises(EmbeddingFileError, match=r"has several list columns \(a, b\); say which .* vector_column="):
         open_embeddings(tmp_path / "two.parquet")
-    with pytest.raises(EmbeddingFileError, match="has no column 'c' \\(given by --vector-column\\)"):
+    with pytest.raises(EmbeddingFileError, match="has no column 'c' \\(given by vector_column=\\)"):
         open_embeddings(tmp_path / "two.parquet", vector_column="c")
-    with pytest.raises(EmbeddingFileError, match="has no column 'id' \\(given by --id-column\\)"):
+    with pytest.raises(EmbeddingFileError, match="has no column 'id' \\(given by id_column=\\)"):
         open_embeddings(tmp_path / "two.parquet", vector_column="a", id_column="id")
 
 
@@ -372,7 +373,7 @@ def test_an_object_npy_still_asks_for_floats(tmp_path):
 )
 def test_ids_are_never_dropped_in_silence(tmp_path, suffix, ids, message):
     target = tmp_path / f"out{suffix}"
-    with pytest.raises(EmbeddingFileError, match=rf"^path: {message}.*--id-column"):
+    with pytest.raises(EmbeddingFileError, match=rf"^path: {message}.*leave out ids="):
         write_embeddings(target, np.ones((4, 3), dtype=np.float32), ids=ids)
     assert not target.exists()
 
@@ -380,3 +381,50 @@ def test_ids_are_never_dropped_in_silence(tmp_path, suffix, ids, message):
 def test_integer_ids_still_go_into_safetensors(tmp_path):
     write_embeddings(tmp_path / "out.safetensors", np.ones((4, 3), dtype=np.float32), ids=np.arange(4))
     assert list(open_embeddings(tmp_path / "out.safetensors", id_column="id").ids) == [0, 1, 2, 3]
+
+
+def _wrong_calls(tmp_path, vectors):
+    """Calls of the library that each fail on one argument, with the Python name the error must use."""
+    np.savez(tmp_path / "two.npz", a=vectors, b=vectors)
+    np.save(tmp_path / "one.npy", vectors)
+    write_embeddings(tmp_path / "table.csv", vectors)
+    yield "key=", lambda: open_embeddings(tmp_path / "two.npz")
+    yield "key=", lambda: open_embeddings(tmp_path / "two.npz", key="c")
+    yield "id_column=", lambda: open_embeddings(tmp_path / "two.npz", key="a", id_column="c")
+    yield "key=", lambda: open_embeddings(tmp_path / "one.npy", key="a")
+    yield "vector_column=", lambda: open_embeddings(tmp_path / "one.npy", vector_column="v")
+    yield "vector_column=", lambda: open_embeddings(tmp_path / "table.csv", key="a")
+    yield "id_column=", lambda: open_embeddings(tmp_path / "table.csv", id_column="nope")
+    yield "ids=", lambda: write_embeddings(tmp_path / "out.npy", vectors, ids=np.arange(len(vectors)))
+    first = read_embeddings(tmp_path / "one.npy")
+    shorter = type(first)(first.vectors[:3], None, first.path)
+    yield "by_ids=", lambda: pair_rows(first, shorter)
+
+
+def test_library_errors_name_the_python_arguments_not_the_command_line_options(tmp_path, vectors):
+    for argument, call in _wrong_calls(tmp_path, vectors):
+        with pytest.raises(EmbeddingFileError) as raised:
+            call()
+        message = str(raised.value)
+        assert argument in message and "--" not in message, message
+
+
+def test_the_command_line_names_its_options_for_the_same_errors(tmp_path, vectors, capsys):
+    from latentstitch.cli import main
+
+    np.savez(tmp_path / "two.npz", a=vectors, b=vectors)
+    write_embeddings(tmp_path / "table.csv", vectors)
+    runs = [
+        (["two.npz", "table.csv"], "A: .*two.npz' holds 2 arrays \\(a, b\\); say which holds the vectors with --key$"),
+        (["two.npz", "table.csv", "--a-key", "c"], "has no array 'c' \\(given by --a-key\\); its arrays are: a, b$"),
+        (["table.csv", "table.csv", "--key", "a"], "A: .* name the vector column with --vector-column, not --key$"),
+        (["two.npz", "two.npz", "--key", "a", "--id-column", "c"], "has no array 'c' \\(given by --id-column\\)"),
+    ]
+    for files, expected in runs:
+        arguments = ["compare", *(str(tmp_path / name) for name in files[:2]), *files[2:], "--quiet"]
+        assert main(arguments) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("latentstitch compare: error: "), lines
+        message = lines[0].removeprefix("latentstitch compare: error: ").removesuffix(" (--debug shows the traceback)")
+        assert re.search(expected, message), message
+        assert not re.search(r"(?<![\w-])(key|id_column|vector_column)=", message), message

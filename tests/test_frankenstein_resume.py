@@ -131,7 +131,7 @@ def test_other_settings_refused(tmp_path, tiny):
     folder = tmp_path / "checkpoint"
     Checkpoint(folder, _settings(tiny), resume=False, log=lambda _: None)
     other = dataclasses.replace(tiny, stitch_epochs=2)
-    with pytest.raises(ValueError, match=r"--resume: .* other settings \(stitch_epochs differ\)"):
+    with pytest.raises(ValueError, match=r"^resume: .* settings \(stitch_epochs differ\); start over without resume="):
         Checkpoint(folder, _settings(other), resume=True, log=lambda _: None)
 
 
@@ -151,7 +151,7 @@ def test_damaged_stage_named(tmp_path, tiny):
     folder = tmp_path / "checkpoint"
     Checkpoint(folder, _settings(tiny), resume=False, log=lambda _: None)
     (folder / "figure2.json").write_text("{not json")
-    with pytest.raises(ValueError, match=r"--resume: .*figure2.json.* not valid JSON"):
+    with pytest.raises(ValueError, match=r"^resume: .*figure2.json.* not valid JSON"):
         Checkpoint(folder, _settings(tiny), resume=True, log=lambda _: None).numbers("figure2", dict)
 
 

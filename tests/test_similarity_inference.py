@@ -413,6 +413,38 @@ def test_compare_without_trivial_measures_stays_quiet():
     assert values.trivial == () and isinstance(values, Mapping) and values.to_dict() == dict(values)
 
 
+def test_compare_leaves_out_what_cannot_be_computed_and_says_why_when_asked():
+    x, _ = related(n=40)
+    constant = np.ones_like(x)
+    asked = ["linear_cka", "matched_cosine", "procrustes_distance"]
+    with pytest.raises(ValueError):  # by default an undefined measure raises, as the measure itself does
+        sim.compare(x, constant, asked)
+    result = sim.compare(x[:, :-1], constant, asked, skip_undefined=True)
+    assert result.measures == tuple(asked) and set(result) | set(result.skipped) == set(asked)
+    assert result.skipped["matched_cosine"].startswith("compares rows in one space; the widths differ")
+    assert result.skipped["linear_cka"].startswith("undefined here: ")  # a constant side: CKA is 0 / 0
+    assert all(name not in result for name in result.skipped)
+
+
+def test_compare_adds_each_measures_permutation_test_and_subsamples_the_quadratic_ones():
+    x, y = related(n=60)
+    result = sim.compare(x, y, ["linear_cka", "mutual_knn"], permutations=19, seed=3, max_rows=45)
+    assert len(result.subset) == 45 and np.all(np.diff(result.subset) > 0)
+    assert result.subsampled("mutual_knn") and not result.subsampled("linear_cka")
+    alone = sim.permutation_test(x, y, "linear_cka", permutations=19, seed=3)
+    assert result.tests["linear_cka"].p_value == alone.p_value and result["linear_cka"] == alone.value
+    subset = sim.permutation_test(x[result.subset], y[result.subset], "mutual_knn", permutations=19, seed=3)
+    assert result.tests["mutual_knn"].p_value == subset.p_value and result["mutual_knn"] == subset.value
+    plain = sim.compare(x, y, ["linear_cka", "mutual_knn"])  # no options: every row, no tests (as before)
+    assert plain.subset is None and plain.tests == {} and plain["linear_cka"] == pytest.approx(result["linear_cka"])
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        small = sim.compare(rng.standard_normal((12, 30)), rng.standard_normal((12, 20)), ["mean_cca"], permutations=9)
+    assert small.trivial == ("mean_cca",) and small.tests == {}  # a trivial value is not tested
+    assert [w.category for w in record] == [sim.SmallSampleWarning]  # said once, not again by CCA's rank warnings
+
+
 # --- results as types ---------------------------------------------------------------------------------------------
 
 

@@ -191,6 +191,7 @@ SEEDED = {
         seed=s,
     ),
     "similarity.permutation_test": lambda s: similarity.permutation_test(_x(), _x(seed=1), permutations=2, seed=s),
+    "similarity.compare": lambda s: similarity.compare(_x(), _x(seed=1), ["linear_cka"], permutations=2, seed=s),
     "similarity.pairwise_test": lambda s: similarity.pairwise_test(
         [_x()], [_x(seed=1)], permutations=2, seed=s, progress=False
     ),

@@ -38,6 +38,8 @@ OPTIONS = {
     "folds": "--folds",
     "migration": "MIGRATION",
     "device": "--device",
+    "id_column": "--id-column",  # the embedding readers and writers (INDEX as a file, the NEW file apply writes)
+    "ids": "--id-column",
 }
 
 
@@ -60,7 +62,8 @@ def _store(args: argparse.Namespace):
 
 
 def _sample(args: argparse.Namespace, path, option: str) -> tuple[np.ndarray, np.ndarray]:
-    opened = open_embeddings(path, id_column=args.sample_id_column, option=option)
+    with option_errors({"id_column": "--sample-id-column"}):
+        opened = open_embeddings(path, id_column=args.sample_id_column, option=option)
     if opened.ids is None:
         raise UsageError(
             f"{option}: {str(path)!r} has no id column {args.sample_id_column!r}; the re-embedded "
@@ -72,7 +75,8 @@ def _sample(args: argparse.Namespace, path, option: str) -> tuple[np.ndarray, np
 def _queries(args: argparse.Namespace) -> QuerySample | None:
     if args.queries_new is None:
         return None
-    new = open_embeddings(args.queries_new, id_column=args.queries_relevant, option="--queries-new")
+    with option_errors({"id_column": "--queries-relevant"}):
+        new = open_embeddings(args.queries_new, id_column=args.queries_relevant, option="--queries-new")
     old = open_embeddings(args.queries_old, option="--queries-old")
     if args.queries_relevant and new.ids is None:
         raise UsageError(f"--queries-relevant: {str(args.queries_new)!r} has no column {args.queries_relevant!r}")

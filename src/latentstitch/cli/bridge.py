@@ -39,6 +39,7 @@ from latentstitch.cli.files import (
     add_pair_arguments,
     add_run_options,
     check_inputs,
+    file_options,
     key_for,
     pin_threads,
     read_pair,
@@ -55,6 +56,8 @@ from latentstitch.cli.options import (
 
 HELP = "fit a checked bridge between two models' embeddings (fit), or apply one to new vectors (apply)"
 DEFAULT_BUDGET = (50, 100, 300)
+#: ``bridge.CONSUMERS``, copied so that --help imports nothing heavy (tests/test_cli.py holds the copy equal)
+CONSUMERS = ("index", "scaled_head", "raw_head")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,7 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--no-budget", action="store_true", help="skip the anchor-budget advice")
     fit.add_argument(
         "--consumer",
-        choices=("index", "scaled_head", "raw_head"),
+        choices=CONSUMERS,
         default="index",
         help="what reads the bridged vectors, so the route is chosen on the score that predicts it: index (default; "
         "a nearest-neighbour index: held-out MRR), scaled_head (a classifier that standard-scales its input: R^2 of "
@@ -233,9 +236,10 @@ def read_pool(args: argparse.Namespace, anchors: int):
     from latentstitch.bridge._pool import pool_draw
     from latentstitch.embeddings import open_embeddings
 
-    opened = open_embeddings(
-        args.target_pool, key=key_for(args, "target"), vector_column=args.vector_column, option="--target-pool"
-    )
+    with option_errors(file_options(args, "target")):
+        opened = open_embeddings(
+            args.target_pool, key=key_for(args, "target"), vector_column=args.vector_column, option="--target-pool"
+        )
     drawn = pool_draw(opened.n_rows, anchors, args.seed)
     if drawn is None:
         return opened.read(progress=not args.quiet), f"{opened.describe()} (the target pool)"
@@ -262,9 +266,10 @@ def apply(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise UsageError(f"BRIDGE: {error}") from None
     pin_threads(args)
-    opened = open_embeddings(
-        new_path, key=args.key, id_column=args.id_column, vector_column=args.vector_column, option="NEW"
-    )
+    with option_errors(file_options(args)):
+        opened = open_embeddings(
+            new_path, key=args.key, id_column=args.id_column, vector_column=args.vector_column, option="NEW"
+        )
     side = "target" if args.target else "source"
     expected = bridge.n_features_target_ if args.target else bridge.n_features_source_
     if opened.n_features != expected:
@@ -275,7 +280,7 @@ def apply(args: argparse.Namespace) -> int:
         )
     convert = bridge.transform_target if args.target else bridge.transform
     width = bridge._output_width() if (bridge.family_ == "relative" or not args.target) else expected
-    with progress_bar(not args.quiet) as bar:
+    with progress_bar(not args.quiet) as bar, option_errors(file_options(args)):
         task = None if bar is None else bar.add_task(f"bridging {new_path.name} ({side})", total=opened.n_rows)
         with EmbeddingWriter(output, opened.n_rows, width, opened.dtype, ids=opened.ids, option="--output") as writer:
             for _, block in opened.chunks():

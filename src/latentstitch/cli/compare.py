@@ -30,7 +30,6 @@ from latentstitch.cli.options import (
 )
 
 HELP = "similarity indices between two embedding files of the same items"
-QUADRATIC = ("rbf_cka", "rsa", "mutual_knn")  # N x N memory or time
 UNPAIRED_P = 0.05  # every permutation p-value at least this: the rows look unpaired
 
 
@@ -68,12 +67,13 @@ def main(args: argparse.Namespace) -> int:
     check_inputs(args, ("a", "b"))
     refuse_overwrite({"--json": report_path}, {"A": args.a, "B": args.b})
 
-    import numpy as np
+    import warnings
+
     from rich.console import Console
 
     from latentstitch._core.progress import new_progress
     from latentstitch._core.tables import print_tables, table, write_json
-    from latentstitch.similarity import DEFAULT_MEASURES, MEASURES, SAME_SPACE_MEASURES
+    from latentstitch.similarity import MEASURES, SmallSampleWarning, compare
 
     if args.measures is not None:
         for name in args.measures:
@@ -81,25 +81,31 @@ def main(args: argparse.Namespace) -> int:
                 raise UsageError(f"--measures: unknown measure {name!r}; known: {', '.join(sorted(MEASURES))}")
     pin_threads(args)
     a, b, described = read_pair(args, ("a", "b"))
-    n, widths = a.shape[0], (a.shape[1], b.shape[1])
-    names = args.measures or list(DEFAULT_MEASURES + (SAME_SPACE_MEASURES if widths[0] == widths[1] else ()))
-    subset = None
-    if n > args.max_rows and any(name in QUADRATIC for name in names):
-        subset = np.sort(np.random.default_rng(args.seed).choice(n, args.max_rows, replace=False))
-    rows, values, tests, notes = [], {}, {}, []
     progress = new_progress(console=Console(stderr=True), transient=True, disable=args.quiet)
-    with progress:
-        steps = progress.add_task("compare", total=len(names) + 1)
+    with progress, warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmallSampleWarning)  # the table's notes say which values are not shown
         pairing = pairing_check(a, b, args.seed)
-        progress.advance(steps)
-        for name in names:
-            progress.update(steps, description=f"compare: {name}")
-            row, values[name], test = measure_row(args, name, a, b, subset, progress)
-            progress.advance(steps)
-            if args.permutations:
-                tests[name] = None if test is None else {"p_value": test.p_value, "calibrated": test.calibrated}
-            rows.append(row)
-    notes.append(f"N = {n} paired items; A has {widths[0]} features, B has {widths[1]}")
+        result = compare(
+            a,
+            b,
+            args.measures,
+            skip_undefined=True,
+            permutations=args.permutations,
+            seed=args.seed,
+            max_rows=args.max_rows,
+            progress=progress,
+        )
+    n, widths = result.samples, result.widths
+    names = result.measures
+    values = {name: None if name in result.trivial else result.scores.get(name) for name in names}
+    tests = {}
+    if args.permutations:
+        found = {name: result.tests.get(name) for name in names}
+        tests = {
+            name: None if t is None else {"p_value": t.p_value, "calibrated": t.calibrated} for name, t in found.items()
+        }
+    rows = [measure_row(result, name, values[name], tests.get(name), args.permutations) for name in names]
+    notes = [f"N = {n} paired items; A has {widths[0]} features, B has {widths[1]}"]
     p_values = [t["p_value"] for t in tests.values() if t is not None] + ([] if pairing is None else [pairing])
     unpaired = bool(p_values) and min(p_values) >= UNPAIRED_P
     columns = ["measure", "value", "kind", "range"]
@@ -110,7 +116,7 @@ def main(args: argparse.Namespace) -> int:
             f"(1 + the shuffles of B's rows at least as alike as the data) / (1 + {args.permutations}), the smallest "
             f"possible {1 / (args.permutations + 1):.2g}. calibrated: 0 = as alike as unpaired rows, 1 = identical"
         )
-    result = table(
+    report = table(
         "Similarity of the two embeddings (latentstitch.similarity)",
         [*columns, "note"],
         rows,
@@ -118,7 +124,7 @@ def main(args: argparse.Namespace) -> int:
         "latentstitch.similarity.MEASURES, by name.",
     )
     print("\n".join(f"read {line}" for line in described))
-    print_tables([result], notes)
+    print_tables([report], notes)
     if unpaired:
         print(
             "the rows look unpaired: no measure is more alike than shuffled rows (every permutation p >= "
@@ -128,7 +134,7 @@ def main(args: argparse.Namespace) -> int:
         payload = {
             "kind": "compare",
             "title": f"Similarity of {Path(args.a).name} and {Path(args.b).name}",
-            "tables": [result],
+            "tables": [report],
             "notes": notes,
             "values": values,
             **({"permutation_tests": tests, "permutations": args.permutations} if args.permutations else {}),
@@ -159,40 +165,26 @@ def pairing_check(a, b, seed: int) -> float | None:
         return None
 
 
-def measure_row(args, name: str, a, b, subset, progress) -> tuple[list, float | None, object]:
-    """One measure's table row, value and permutation test."""
-    from latentstitch.similarity import get_measure, is_trivial, permutation_test
+def measure_row(result, name: str, value: float | None, test: dict | None, permutations: int) -> list:
+    """One measure's table row: what ``similarity.compare`` returned for it, and a note where it has no value."""
+    from latentstitch.similarity import get_measure
 
-    n, widths = a.shape[0], (a.shape[1], b.shape[1])
+    n, widths = result.samples, result.widths
     spec = get_measure(name)
-    note, value, test = "", None, None
-    if spec.same_space and widths[0] != widths[1]:
-        note = f"compares rows in one space; the widths differ ({widths[0]} vs {widths[1]})"
-    elif n < spec.min_samples:
-        note = f"needs at least {spec.min_samples} items, got {n}"
-    elif n <= spec.trivial_samples:
+    note = ""
+    if name in result.trivial and n <= spec.trivial_samples:
         note = f"not shown: with N = {n} items this measure reaches 'identical' on any data; use more items"
-    elif is_trivial(spec, n, *widths):
+    elif name in result.trivial:
         note = (
             f"not shown: with N = {n} items <= d + 1 = {max(widths) + 1} this fitted measure reaches "
             "'identical' on any data; use more items than features + 1"
         )
-    else:
-        rows_a, rows_b = (a, b) if subset is None or name not in QUADRATIC else (a[subset], b[subset])
-        try:
-            if args.permutations:
-                test = permutation_test(
-                    rows_a, rows_b, name, permutations=args.permutations, seed=args.seed, progress=progress
-                )
-                value = test.value
-            else:
-                value = float(spec(rows_a, rows_b))
-        except ValueError as error:  # e.g. a constant representation: undefined for this measure
-            note = "undefined here: " + " ".join(str(error).split())
-        if value is not None and subset is not None and name in QUADRATIC:
-            note = f"on a random {len(subset)} of the {n} items (--max-rows)"
+    elif name in result.skipped:
+        note = result.skipped[name]
+    elif result.subsampled(name):
+        note = f"on a random {len(result.subset)} of the {n} items (--max-rows)"
     low, high = spec.value_range
     row = [name, value, spec.kind, f"[{low:g}, {high:g}]"]
-    if args.permutations:
-        row += [None, None] if test is None else [test.p_value, test.calibrated]
-    return [*row, note], value, test
+    if permutations:
+        row += [None, None] if test is None else [test["p_value"], test["calibrated"]]
+    return [*row, note]

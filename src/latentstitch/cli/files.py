@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from latentstitch.cli.options import input_file, positive_int
+from latentstitch.cli.options import input_file, option_errors, positive_int
 
 if TYPE_CHECKING:
     import numpy as np
@@ -59,6 +59,19 @@ def key_for(args: argparse.Namespace, side: str) -> str | None:
     return specific if specific is not None else args.key
 
 
+def file_options(args: argparse.Namespace, side: str | None = None) -> dict[str, str]:
+    """The embedding readers' and writers' arguments -> the options that set them (``option_errors``): ``key`` is
+    ``--SIDE-key`` where that was given, the ids come from ``--id-column``."""
+    specific = side is not None and getattr(args, f"{side}_key", None) is not None
+    return {
+        "key": f"--{side}-key" if specific else "--key",
+        "id_column": "--id-column",
+        "vector_column": "--vector-column",
+        "by_ids": "--id-column",
+        "ids": "--id-column",
+    }
+
+
 def check_inputs(args: argparse.Namespace, sides: tuple[str, ...]) -> None:
     """Every input file exists and is readable (before any library import: a missing file answers at once)."""
     for side in sides:
@@ -72,14 +85,16 @@ def read_pair(args: argparse.Namespace, sides: tuple[str, str]) -> tuple[np.ndar
     read = []
     for side in sides:
         path = input_file(getattr(args, side), side.upper())
-        opened = open_embeddings(
-            path,
-            key=key_for(args, side),
-            id_column=args.id_column,
-            vector_column=args.vector_column,
-            option=side.upper(),
-        )
-        read.append((opened, Embeddings(opened.read(progress=not args.quiet), opened.ids, opened.path)))
+        with option_errors(file_options(args, side)):
+            opened = open_embeddings(
+                path,
+                key=key_for(args, side),
+                id_column=args.id_column,
+                vector_column=args.vector_column,
+                option=side.upper(),
+            )
+            read.append((opened, Embeddings(opened.read(progress=not args.quiet), opened.ids, opened.path)))
     first, second = (embeddings for _, embeddings in read)
-    a, b, _ = pair_rows(first, second, by_ids=args.id_column is not None, names=tuple(s.upper() for s in sides))
+    with option_errors(file_options(args)):
+        a, b, _ = pair_rows(first, second, by_ids=args.id_column is not None, names=tuple(s.upper() for s in sides))
     return a, b, [opened.describe() for opened, _ in read]

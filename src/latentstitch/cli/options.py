@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,17 +67,35 @@ def probability(text: str) -> float:
 
 @contextmanager
 def option_errors(options: Mapping[str, str]) -> Iterator[None]:
-    """Inside the block, a ValueError/TypeError of the library that names a function argument (``"num_anchors:
-    ..."``) is raised again as a ``UsageError`` naming the command-line option it came from (``"--anchors: ..."``),
-    so the user reads the option they typed."""
+    """Inside the block, a ValueError/TypeError of the library that names function arguments is raised again as a
+    ``UsageError`` naming the command-line options they came from (``translate``), so the user reads the options
+    they typed. Blocks nest: an inner table (one call's ``id_column``) is applied before an outer one."""
     try:
         yield
     except (ValueError, TypeError) as error:
         message = str(error)
-        for argument, option in options.items():
-            if message.startswith(f"{argument}:"):
-                raise UsageError(option + message[len(argument) :]) from error
+        translated = translate(message, options)
+        if translated != message:
+            raise UsageError(translated) from error
         raise
+
+
+#: The library's way of naming its arguments in a message: ``"name: ..."`` or ``"x, y: ..."`` at the start (the
+#: arguments at fault), and ``name=`` anywhere (an argument to give or leave out: ``"say which with key="``).
+_LEADING = re.compile(r"^((?:[A-Za-z_][\w\[\]'\".-]*)(?:, [A-Za-z_][\w\[\]'\".-]*)*):")
+_KEYWORD = re.compile(r"(?<![\w./\\=-])([A-Za-z_]\w*)=(?=$|[\s,;.)])")
+
+
+def translate(message: str, options: Mapping[str, str]) -> str:
+    """``message`` of the library with each argument of ``options`` (argument -> option, ``{"id_column":
+    "--id-column"}``) replaced by its option: the names at the start (``"id_column: ..."`` -> ``"--id-column:
+    ..."``; ``"a, b: ..."`` name by name) and each ``name=`` (``"with key="`` -> ``"with --key"``). Other words are
+    left alone, so a file name or an English word equal to an argument is never rewritten."""
+    leading = _LEADING.match(message)
+    if leading is not None:
+        names = ", ".join(options.get(name, name) for name in leading.group(1).split(", "))
+        message = names + message[leading.end(1) :]
+    return _KEYWORD.sub(lambda match: options.get(match.group(1), match.group(0)), message)
 
 
 def output_folder(path: Path | str, option: str) -> Path:

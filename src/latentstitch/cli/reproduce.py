@@ -129,16 +129,17 @@ def main(args: argparse.Namespace) -> int:
             )
         output_folder(folder, "--out")
     set_threads(args.threads)
-    outcomes = run_reproductions(
-        folders,
-        quick=args.quick,
-        progress=not args.quiet,
-        resume=args.resume,
-        keep_going=args.all,
-        scheduler=args.scheduler,
-        workers=args.workers,
-        device=args.device,
-    )
+    with option_errors({"resume": "--resume", "device": "--device"}):  # a run's errors name its arguments
+        outcomes = run_reproductions(
+            folders,
+            quick=args.quick,
+            progress=not args.quiet,
+            resume=args.resume,
+            keep_going=args.all,
+            scheduler=args.scheduler,
+            workers=args.workers,
+            device=args.device,
+        )
     if args.all:
         print_summary(outcomes, args.quick)
     return 1 if args.check and any(outcome.failed for outcome in outcomes) else 0

@@ -16,11 +16,11 @@ KEY_HINTS = ("embeddings", "embedding", "vectors", "features", "x")
 class _ArrayFile(EmbeddingFile):
     """A file holding named arrays: one is the vectors (``key``), another optionally the ids (``id_key``)."""
 
-    def _pick_key(self, keys: list[str], key: str | None, option: str) -> str:
+    def _pick_key(self, keys: list[str], key: str | None, argument: str) -> str:
         if key is not None:
             if key not in keys:
                 raise self.error(
-                    f"has no array {key!r} (given by {option}); its arrays are: {', '.join(keys) or 'none'}"
+                    f"has no array {key!r} (given by {argument}=); its arrays are: {', '.join(keys) or 'none'}"
                 )
             return key
         candidates = [k for k in keys if k not in {"ids", "id"}]  # ids are never the vectors
@@ -30,7 +30,7 @@ class _ArrayFile(EmbeddingFile):
             if hint in candidates:
                 return hint
         raise self.error(
-            f"holds {len(keys)} arrays ({', '.join(keys) or 'none'}); say which holds the vectors with {option}"
+            f"holds {len(keys)} arrays ({', '.join(keys) or 'none'}); say which holds the vectors with {argument}="
         )
 
 
@@ -40,7 +40,7 @@ class NpyFile(EmbeddingFile):
     def __init__(self, path: Path, option: str, *, key: str | None = None, id_key: str | None = None):
         super().__init__(path, option)
         if key is not None or id_key is not None:
-            raise self.error("is a .npy file, which holds one array and no ids; --key / --id-column do not apply")
+            raise self.error("is a .npy file, which holds one array and no ids; key= / id_column= do not apply")
         with open(path, "rb") as handle:
             if handle.read(6) != b"\x93NUMPY":
                 raise self.error("is not a readable .npy file (it does not start with the .npy header)")
@@ -102,8 +102,8 @@ class NpzFile(_ArrayFile):
             raise self.error(f"is not a readable .npz file ({' '.join(str(error).split())})") from None
         with archive:
             keys = list(archive.files)
-            name = self._pick_key(keys, key, "--key")
-            ids_name = None if id_key is None else self._pick_key(keys, id_key, "--id-column")
+            name = self._pick_key(keys, key, "key")
+            ids_name = None if id_key is None else self._pick_key(keys, id_key, "id_column")
             try:
                 self.array = archive[name]
                 ids = None if ids_name is None else archive[ids_name]
@@ -130,14 +130,14 @@ class SafetensorsFile(_ArrayFile):
             keys = list(self.handle.keys())
         except Exception as error:  # safetensors raises its own error types for damaged files
             raise self.error(f"is not a readable safetensors file ({' '.join(str(error).split())})") from None
-        self.key = self._pick_key(keys, key, "--key")
+        self.key = self._pick_key(keys, key, "key")
         self.slice = self.handle.get_slice(self.key)
         shape, dtype = tuple(self.slice.get_shape()), self.slice.get_dtype()
         probe = np.empty((0,) * len(shape), dtype=_numpy_dtype(dtype))
         self._check_vectors(_Shaped(probe.dtype, shape), f"tensor {self.key!r}")
         self._set_shape(*shape, probe.dtype)
         if id_key is not None:
-            ids = self.handle.get_tensor(self._pick_key(keys, id_key, "--id-column"))
+            ids = self.handle.get_tensor(self._pick_key(keys, id_key, "id_column"))
             self._set_ids(_tensor_numpy(ids), f"ids tensor {id_key!r}")
 
     def _read_rows(self, start: int, stop: int) -> np.ndarray:
@@ -165,14 +165,14 @@ class TorchFile(_ArrayFile):
             raise self.error(f"is not a readable torch file ({' '.join(str(error).split())[:300]})") from None
         if isinstance(loaded, torch.Tensor):
             if key is not None or id_key is not None:
-                raise self.error("holds a single tensor; --key / --id-column do not apply")
+                raise self.error("holds a single tensor; key= / id_column= do not apply")
             vectors, name = loaded, "a tensor"
         elif isinstance(loaded, dict):
             keys = [str(k) for k in loaded]
-            chosen = self._pick_key(keys, key, "--key")
+            chosen = self._pick_key(keys, key, "key")
             vectors, name = loaded[chosen], f"entry {chosen!r}"
             if id_key is not None:
-                self._pending_ids = (loaded[self._pick_key(keys, id_key, "--id-column")], f"ids entry {id_key!r}")
+                self._pending_ids = (loaded[self._pick_key(keys, id_key, "id_column")], f"ids entry {id_key!r}")
         else:
             raise self.error(f"holds a {type(loaded).__name__}; expected a tensor or a dict of tensors")
         if not isinstance(vectors, torch.Tensor):

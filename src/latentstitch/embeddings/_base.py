@@ -113,6 +113,31 @@ class EmbeddingFile:
         return f"{self.path.name}: {self.n_rows} x {self.n_features} {self.dtype}{ids}"
 
 
+class TableFile(EmbeddingFile):
+    """A table (parquet, CSV, save_to_disk): the vectors are one list column (``vector_column``) or numbered columns,
+    the ids another column (``id_key``). ``key`` picks a split where the format has splits (``has_splits``) and is
+    refused elsewhere. Subclasses read the file in ``_open``."""
+
+    has_splits = False
+
+    def __init__(
+        self,
+        path: Path,
+        option: str,
+        *,
+        key: str | None = None,
+        id_key: str | None = None,
+        vector_column: str | None = None,
+    ):
+        super().__init__(path, option)
+        if key is not None and not self.has_splits:
+            raise self.error(f"is a {path.suffix} file: name the vector column with vector_column=, not key=")
+        self._open(key, id_key, vector_column)
+
+    def _open(self, key: str | None, id_key: str | None, vector_column: str | None) -> None:
+        raise NotImplementedError
+
+
 def as_path(path: str | os.PathLike, option: str) -> Path:
     target = Path(os.fspath(path))
     if not target.exists():

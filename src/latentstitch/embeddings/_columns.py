@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from latentstitch._core.extras import require
 from latentstitch.data._hf_disk import read_hf_tables
-from latentstitch.embeddings._base import EmbeddingFile
+from latentstitch.embeddings._base import TableFile
 
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 
@@ -37,20 +36,20 @@ def numbered_columns(names: list[str], candidates: set[str]) -> list[str]:
     return [name for _, name in sorted(best)]
 
 
-class _ArrowFile(EmbeddingFile):
+class _ArrowFile(TableFile):
     """Vectors from Arrow record batches (parquet row groups, a save_to_disk table)."""
 
     def _select(self, schema: Any, vector_column: str | None, id_column: str | None) -> None:
         pa = require("pyarrow", "files", package="pyarrow")
         names = list(schema.names)
         if id_column is not None and id_column not in names:
-            raise self.error(f"has no column {id_column!r} (given by --id-column); its columns are: {', '.join(names)}")
+            raise self.error(f"has no column {id_column!r} (given by id_column=); its columns are: {', '.join(names)}")
         lists = [f.name for f in schema if _is_list(pa, f.type) and f.name != id_column]
         numeric = {f.name for f in schema if (pa.types.is_floating(f.type) or pa.types.is_integer(f.type))}
         if vector_column is not None:
             if vector_column not in names:
                 raise self.error(
-                    f"has no column {vector_column!r} (given by --vector-column); its columns are: {', '.join(names)}"
+                    f"has no column {vector_column!r} (given by vector_column=); its columns are: {', '.join(names)}"
                 )
             if vector_column not in lists:
                 raise self.error(
@@ -61,7 +60,7 @@ class _ArrowFile(EmbeddingFile):
             self.columns = lists
         elif len(lists) > 1:
             raise self.error(
-                f"has several list columns ({', '.join(lists)}); say which holds the vectors with --vector-column"
+                f"has several list columns ({', '.join(lists)}); say which holds the vectors with vector_column="
             )
         else:
             self.columns = numbered_columns(names, numeric - {id_column})
@@ -137,21 +136,10 @@ def _is_list(pa: Any, kind: Any) -> bool:
 class ParquetFile(_ArrowFile):
     format = ".parquet"
 
-    def __init__(
-        self,
-        path: Path,
-        option: str,
-        *,
-        key: str | None = None,
-        id_key: str | None = None,
-        vector_column: str | None = None,
-    ):
-        super().__init__(path, option)
-        if key is not None:
-            raise self.error("is a parquet file: name the vector column with --vector-column, not --key")
+    def _open(self, key: str | None, id_key: str | None, vector_column: str | None) -> None:
         pq = require("pyarrow.parquet", "files", package="pyarrow")
         try:
-            self.file = pq.ParquetFile(str(path))
+            self.file = pq.ParquetFile(str(self.path))
             schema = self.file.schema_arrow
         except Exception as error:  # pyarrow's ArrowInvalid and friends
             raise self.error(f"is not a readable parquet file ({' '.join(str(error).split())})") from None
@@ -172,26 +160,19 @@ class ParquetFile(_ArrowFile):
 class HuggingFaceFolder(_ArrowFile):
     format = "save_to_disk folder"
 
-    def __init__(
-        self,
-        path: Path,
-        option: str,
-        *,
-        key: str | None = None,
-        id_key: str | None = None,
-        vector_column: str | None = None,
-    ):
-        super().__init__(path, option)
+    has_splits = True
+
+    def _open(self, key: str | None, id_key: str | None, vector_column: str | None) -> None:
         try:
-            splits = read_hf_tables(path)
+            splits = read_hf_tables(self.path)
         except FileNotFoundError:
             raise self.error("is a folder but not a Hugging Face save_to_disk folder (no state.json)") from None
         except (ValueError, OSError, KeyError, json.JSONDecodeError) as error:
             raise self.error(f"is not a readable save_to_disk folder ({' '.join(str(error).split())})") from None
         if key is None and len(splits) > 1:
-            raise self.error(f"holds the splits {', '.join(splits)}; say which with --key")
+            raise self.error(f"holds the splits {', '.join(splits)}; say which with key=")
         if key is not None and key not in splits:
-            raise self.error(f"has no split {key!r} (given by --key); its splits are: {', '.join(splits)}")
+            raise self.error(f"has no split {key!r} (given by key=); its splits are: {', '.join(splits)}")
         self.table = splits[key] if key is not None else next(iter(splits.values()))
         self._select(self.table.schema, vector_column, id_key)
         if self.table.num_rows == 0:

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import csv
 import re
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from latentstitch._core.extras import require
-from latentstitch.embeddings._base import EmbeddingFile
+from latentstitch.embeddings._base import TableFile
 from latentstitch.embeddings._columns import numbered_columns
 
 _SEPARATORS = " \t\n\r\f\v,;"  # what separates the numbers of a list cell (besides the brackets around it)
@@ -40,25 +39,14 @@ def float32_unless_needed(values: np.ndarray) -> np.ndarray:
     return values if overflow.any() or underflow.any() else narrow
 
 
-class CsvFile(EmbeddingFile):
+class CsvFile(TableFile):
     """A CSV (or tab-separated ``.tsv``) file with a header row, read whole (CSV is not a format for data larger than
     memory). Vectors: numbered columns, or one column of numbers written as ``[0.1, 0.2]`` or ``0.1 0.2``."""
 
     format = ".csv"
 
-    def __init__(
-        self,
-        path: Path,
-        option: str,
-        *,
-        key: str | None = None,
-        id_key: str | None = None,
-        vector_column: str | None = None,
-    ):
-        super().__init__(path, option)
-        if key is not None:
-            raise self.error("is a CSV file: name the vector column with --vector-column, not --key")
-        delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    def _open(self, key: str | None, id_key: str | None, vector_column: str | None) -> None:
+        delimiter = "\t" if self.path.suffix.lower() == ".tsv" else ","
         read = self._read_arrow(delimiter, id_key, vector_column)
         if read is None:  # pyarrow could not, or the file has a problem to name: the csv module reads it
             read = self._read_with_csv_module(delimiter, id_key, vector_column)
@@ -72,11 +60,11 @@ class CsvFile(EmbeddingFile):
     def _choose(self, header: list[str], id_key: str | None, vector_column: str | None) -> tuple[str, list[str]]:
         """``("lists", [column])`` or ``("numbered", columns)``; errors name the file and the option."""
         if id_key is not None and id_key not in header:
-            raise self.error(f"has no column {id_key!r} (given by --id-column); its columns are: {', '.join(header)}")
+            raise self.error(f"has no column {id_key!r} (given by id_column=); its columns are: {', '.join(header)}")
         if vector_column is not None:
             if vector_column not in header:
                 raise self.error(
-                    f"has no column {vector_column!r} (given by --vector-column); its columns are: {', '.join(header)}"
+                    f"has no column {vector_column!r} (given by vector_column=); its columns are: {', '.join(header)}"
                 )
             return "lists", [vector_column]
         numbered = numbered_columns(header, set(header) - {id_key})
@@ -87,7 +75,7 @@ class CsvFile(EmbeddingFile):
             return "lists", others
         raise self.error(
             f"has no numbered columns (0, 1, ... or dim_0, dim_1, ...); name the column that holds the "
-            f"vectors with --vector-column (columns: {', '.join(header)})"
+            f"vectors with vector_column= (columns: {', '.join(header)})"
         )
 
     # --- pyarrow: the fast path ----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from latentstitch.embeddings._arrays import NpyFile, NpzFile, SafetensorsFile, TorchFile
-from latentstitch.embeddings._base import EmbeddingFile, EmbeddingFileError, as_path
+from latentstitch.embeddings._base import EmbeddingFile, EmbeddingFileError, TableFile, as_path
 from latentstitch.embeddings._columns import HuggingFaceFolder, ParquetFile
 from latentstitch.embeddings._csv import CsvFile
 
@@ -23,7 +23,6 @@ READERS: dict[str, type[EmbeddingFile]] = {
     ".csv": CsvFile,
     ".tsv": CsvFile,
 }
-TABULAR = (ParquetFile, CsvFile, HuggingFaceFolder)
 
 
 def open_embeddings(
@@ -60,12 +59,12 @@ def open_embeddings(
         if source.stat().st_size == 0:
             raise EmbeddingFileError(f"{option}: {str(source)!r} is empty")
         reader = READERS[suffix]
-    if reader in TABULAR:
+    if issubclass(reader, TableFile):
         return reader(source, option, key=key, id_key=id_column, vector_column=vector_column)
     if vector_column is not None:
         raise EmbeddingFileError(
-            f"{option}: {str(source)!r} is an array file; --vector-column applies to tables (parquet, CSV, "
-            "save_to_disk); use --key to pick an array"
+            f"{option}: {str(source)!r} is an array file; vector_column= applies to tables (parquet, CSV, "
+            "save_to_disk); use key= to pick an array"
         )
     return reader(source, option, key=key, id_key=id_column)
 
@@ -95,7 +94,7 @@ def pair_rows(
             raise EmbeddingFileError(
                 f"{names[0]}, {names[1]}: {first.path.name} has {len(first.vectors)} rows but {second.path.name} has "
                 f"{len(second.vectors)}; rows are paired by order, so the files must list the same items in the same "
-                "order (or pair them by ids with --id-column)"
+                "order (or pair them by ids with by_ids=)"
             )
         return first.vectors, second.vectors, None
     for name, side in zip(names, (first, second), strict=True):

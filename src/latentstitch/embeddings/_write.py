@@ -26,15 +26,15 @@ WRITABLE = (".npy", ".npz", ".safetensors", ".pt", ".parquet", ".csv", ".tsv")
 
 def check_room_for_ids(suffix: str, ids: np.ndarray | None, option: str) -> None:
     """Ids are never dropped in silence: a format with no room for them (``.npy``: one array; ``.safetensors``:
-    numeric tensors only, so no string ids) is an error naming the output and the ids' origin (``--id-column``)."""
+    numeric tensors only, so no string ids) is an error naming the output and the ids' origin (``ids=``)."""
     if ids is None:
         return
     kind = np.asarray(ids).dtype.kind
     if suffix == ".npy" or (suffix == ".safetensors" and kind not in "iu"):
         what = "holds one array and no ids" if suffix == ".npy" else "holds numeric tensors only, not these (text) ids"
         raise EmbeddingFileError(
-            f"{option}: a {suffix} file {what}, so the ids (read with --id-column) would be lost; write to .npz, "
-            ".pt, .parquet or .csv to keep them, or leave out --id-column"
+            f"{option}: a {suffix} file {what}, so the ids (ids=) would be lost; write to .npz, "
+            ".pt, .parquet or .csv to keep them, or leave out ids="
         )
 
 

@@ -50,12 +50,12 @@ class Checkpoint:
         wanted = _plain(settings)
         marker = self.folder / _SETTINGS
         if resume and marker.is_file():
-            saved = read_json(marker, "--resume")
+            saved = read_json(marker, "resume")
             if saved != wanted:
                 changed = sorted(k for k in set(saved) | set(wanted) if saved.get(k) != wanted.get(k))
                 raise ValueError(
-                    f"--resume: the checkpoint in {str(self.folder)!r} was made with other settings "
-                    f"({', '.join(changed)} differ); run without --resume to start over"
+                    f"resume: the checkpoint in {str(self.folder)!r} was made with other settings "
+                    f"({', '.join(changed)} differ); start over without resume="
                 )
             stages = [  # a hidden file is the temporary file of a write that was cut off
                 p
@@ -63,9 +63,9 @@ class Checkpoint:
                 if p.name not in (_SETTINGS, _ELAPSED) and p.suffix in _SUFFIXES and not p.name.startswith(".")
             ]
             if (self.folder / _ELAPSED).is_file():
-                before = read_json(self.folder / _ELAPSED, "--resume")
+                before = read_json(self.folder / _ELAPSED, "resume")
                 if not isinstance(before, (int, float)) or not before >= 0:
-                    raise ValueError(f"--resume: {str(self.folder / _ELAPSED)!r} holds no number of seconds")
+                    raise ValueError(f"resume: {str(self.folder / _ELAPSED)!r} holds no number of seconds")
                 self._before = float(before)
             log(f"resuming from {self.folder}: {len(stages)} finished stage(s), {self._before:.0f} s of work")
             return
@@ -92,7 +92,7 @@ class Checkpoint:
         if self.has(name):
             self.resumed.append(name)
             self.log(f"{name}: from the checkpoint")
-            return read_json(path, "--resume")
+            return read_json(path, "resume")
         text = json.dumps(compute(), default=jsonable, allow_nan=True)
         if path is not None:
             _write_text(path, text)
@@ -105,25 +105,25 @@ class Checkpoint:
             path = None if self.folder is None else self.folder / f"{name}.safetensors"
             if path is not None and path.is_file():
                 self.resumed.append(name)
-                self._tensors[name] = read_safetensors(path, "--resume")[1]
+                self._tensors[name] = read_safetensors(path, "resume")[1]
             else:
                 tensors = {key: value.detach().cpu().contiguous().clone() for key, value in compute().items()}
                 if path is not None:
                     from safetensors.torch import save_file
 
-                    with atomic_path(path, option="--resume") as temporary:
+                    with atomic_path(path, option="resume") as temporary:
                         save_file(tensors, str(temporary))
                     self._kept()
                 self._tensors[name] = tensors
         return self._tensors[name]
 
     def kept_tensors(self, name: str) -> dict[str, torch.Tensor]:
-        """The tensors a finished stage kept alongside its numbers (an error naming ``--resume`` if they are gone)."""
+        """The tensors a finished stage kept alongside its numbers (an error naming ``resume`` if they are gone)."""
 
         def missing() -> dict[str, torch.Tensor]:
             raise ValueError(
-                f"--resume: the checkpoint in {str(self.folder)!r} lacks {name}, which a finished stage kept; "
-                "run without --resume to start over"
+                f"resume: the checkpoint in {str(self.folder)!r} lacks {name}, which a finished stage kept; "
+                "start over without resume="
             )
 
         return self.tensors(name, missing)
@@ -150,7 +150,7 @@ def _plain(settings: dict[str, Any]) -> dict[str, Any]:
 
 def _write_text(path: Path, text: str) -> None:
     """An interrupted write leaves no half-written stage (``_core.atomic``)."""
-    write_text(path, text + "\n", option="--resume")
+    write_text(path, text + "\n", option="resume")
 
 
 def run_settings(reproduction: str, quick: bool, config: Any, device: str = "cpu") -> dict[str, Any]:

@@ -17,7 +17,7 @@ from latentstitch._core.arrays import ArrayLike, take_rows
 from latentstitch._core.callsite import warn_at_caller
 from latentstitch._core.params import check_choice, check_positive_int, check_probability, check_seed
 from latentstitch._core.progress import progress_bar
-from latentstitch.similarity._inference import Result, flag_trivial, observed, quiet, split_options
+from latentstitch.similarity._inference import Result, observed, quiet, split_options
 from latentstitch.similarity._registry import MeasureSpec, ZeroVarianceError, get_measure, prepare_pair
 from latentstitch.similarity._resampling import (
     bootstrap_indices,
@@ -26,7 +26,7 @@ from latentstitch.similarity._resampling import (
     row_weights,
     weighted_indices,
 )
-from latentstitch.similarity._sample_size import SmallSampleWarning
+from latentstitch.similarity._sample_size import SmallSampleWarning, warn_if_trivial
 
 INTERVALS = ("percentile", "basic", "bca")
 SCHEMES = ("auto", "multinomial", "poisson", "half")
@@ -221,7 +221,7 @@ def bootstrap_ci(
     value = observed(spec, x, y, options)
     xt, yt = prepare_pair(x, y, min_rows=spec.min_samples, measure=spec.name)
     n = xt.shape[0]
-    trivial = flag_trivial(spec, n, xt.shape[1], yt.shape[1], options)
+    trivial = warn_if_trivial(spec, n, xt.shape[1], yt.shape[1], options)
     row_options, other = split_options(spec, options)
     if scheme == "multinomial":
         draws: Iterable[np.ndarray] = bootstrap_indices(n, n_boot, seed, groups)

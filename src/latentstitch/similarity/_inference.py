@@ -14,10 +14,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._core.callsite import warn_at_caller
 from latentstitch.similarity._null_kernels import finite_ideal
 from latentstitch.similarity._registry import MeasureSpec
-from latentstitch.similarity._sample_size import SmallSampleWarning, is_trivial, trivial_message
+from latentstitch.similarity._sample_size import SmallSampleWarning
 
 
 def plain(value: Any) -> Any:
@@ -90,10 +89,3 @@ def observed(spec: MeasureSpec, x: Any, y: Any, options: dict[str, Any]) -> floa
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SmallSampleWarning)
         return float(spec(x, y, **options))
-
-
-def flag_trivial(spec: MeasureSpec, n: int, p: int, q: int, options: dict[str, Any]) -> bool:
-    trivial = is_trivial(spec, n, p, q, options)
-    if trivial:
-        warn_at_caller(trivial_message([spec.name], n, p, q), SmallSampleWarning)
-    return trivial

@@ -32,7 +32,6 @@ from latentstitch.similarity._closed_form import closed_form_test, has_closed_fo
 from latentstitch.similarity._inference import (
     Result,
     add_one_p_value,
-    flag_trivial,
     more_alike_sign,
     observed,
     quiet,
@@ -42,7 +41,7 @@ from latentstitch.similarity._inference import (
 from latentstitch.similarity._null_kernels import NULL_KERNELS, batch_size_for, finite_ideal, null_kernel
 from latentstitch.similarity._registry import MeasureSpec, get_measure, prepare_pair
 from latentstitch.similarity._resampling import Permutations
-from latentstitch.similarity._sample_size import SmallSampleWarning
+from latentstitch.similarity._sample_size import SmallSampleWarning, warn_if_trivial
 
 METHODS = ("auto", "moments", "batched", "loop")
 # Below this many samples the closed form enumerates every permutation instead (7! = 5,040 evaluations).
@@ -246,10 +245,10 @@ def permutation_test(
         check_finite(xt, "x")
         check_finite(yt, "y")
     if method == "moments" and n > ENUMERATED_UP_TO:  # the closed form computes the value from its own moments
-        trivial = flag_trivial(spec, n, xt.shape[1], yt.shape[1], options)
+        trivial = warn_if_trivial(spec, n, xt.shape[1], yt.shape[1], options)
         return _closed_form_result(spec, xt, yt, options, seed, trivial)
     value = observed(spec, x, y, options)
-    trivial = flag_trivial(spec, n, xt.shape[1], yt.shape[1], options)
+    trivial = warn_if_trivial(spec, n, xt.shape[1], yt.shape[1], options)
     warn_if_too_few_to_permute(n, spec.name)
     tolerance = tie_tolerance(value, xt.dtype)
     sign = more_alike_sign(spec)
