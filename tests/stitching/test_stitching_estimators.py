@@ -364,3 +364,12 @@ def test_procrustes_norm_scale_is_generalised_procrustes_between_two_spaces(widt
 def test_procrustes_scale_names_what_it_accepts():
     with pytest.raises(ValueError, match=r"scale: expected True, False or 'norm', got 'spread'"):
         Procrustes(scale="spread").fit(np.ones((4, 2)), np.ones((4, 2)))
+
+
+def test_reduced_rank_names_a_too_large_rank_before_counting_samples():
+    """A rank above min(p, q) is the user's mistake whatever the sample count: the error names ``rank`` even when a
+    single sample would also be too few (hypothesis found the sample-count error masking it)."""
+    from latentstitch.stitching import ReducedRank
+
+    with pytest.raises(ValueError, match=r"^rank: expected at most min\(p, q\)"):
+        ReducedRank(rank=99).fit(np.ones((1, 5)), np.ones((1, 5)))

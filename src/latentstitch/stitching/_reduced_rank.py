@@ -94,8 +94,8 @@ class ReducedRank(_MomentStitcher):
         if self.ridge_units == "relative" and ridge > 0:
             diagonal = moments.centered_aa_diag() if self.bias else moments.raw_aa_diag()
             ridge = gram_ridge(ridge, "relative", float(diagonal.sum()), diagonal.shape[0])
+        k = self._components_for(moments.mean_a.shape[-1], moments.mean_b.shape[-1])  # rank before sample count
         full, _, rank = solve_least_squares(moments, bias=self.bias, ridge=ridge)
-        k = self._components_for(*full.shape)
         gram = moments.centered_aa() if self.bias else moments.raw_aa()
         fitted_gram = full.T @ gram @ full
         eigenvalues, eigenvectors = torch.linalg.eigh((fitted_gram + fitted_gram.T) / 2)
