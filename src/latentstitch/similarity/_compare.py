@@ -12,9 +12,9 @@ from typing import Any
 from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.callsite import warn_at_caller
 from latentstitch._core.params import check_kwargs
-from latentstitch.similarity._catalog import DEFAULT_MEASURES, SAME_SPACE_MEASURES
-from latentstitch.similarity._registry import MeasureSpec, as_rows, get_measure
-from latentstitch.similarity._sample_size import SmallSampleWarning, is_trivial, trivial_message
+from latentstitch.similarity.measures._catalog import DEFAULT_MEASURES, SAME_SPACE_MEASURES
+from latentstitch.similarity.measures._registry import MeasureSpec, as_rows, get_measure
+from latentstitch.similarity.measures._sample_size import SmallSampleWarning, is_trivial, trivial_message
 
 
 @dataclass(frozen=True, eq=False)
