@@ -139,7 +139,7 @@ def _words(n_words: int):
 
 
 def _text():
-    from latentstitch.experiments._text import bbc_task, embed
+    from latentstitch.experiments.tasks import bbc_task, embed
 
     task = bbc_task(1200, 500)
     encoders: dict = {}

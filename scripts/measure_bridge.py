@@ -45,7 +45,7 @@ NOTES = (
 
 
 def text_data():
-    from latentstitch.experiments._text import bbc_task, embed
+    from latentstitch.experiments.tasks import bbc_task, embed
 
     task = bbc_task(1200, 500)
     n_train = len(task.y_train)

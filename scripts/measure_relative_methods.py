@@ -42,7 +42,7 @@ import torch
 from torch import nn
 
 from latentstitch import relative_projection
-from latentstitch.experiments._text import SHORT_NAMES, bbc_task, embed, predict, train_head
+from latentstitch.experiments.tasks import SHORT_NAMES, bbc_task, embed, predict, train_head
 from latentstitch.models import stitching_head
 from latentstitch.relative import (
     LearnedAnchors,
