@@ -9,6 +9,10 @@ kind, range, symmetry, centring and invariances (``latentstitch.invariance`` nam
 at once, ``pairwise`` the matrix over many representations (``heatmap`` draws it), ``layer_similarity`` every layer
 pair of two torch models in one streamed pass (forward hooks, moments only), and the ``Streaming*`` classes the
 moment-based ones chunk by chunk with ``update``/``compute``, equal to the one-shot value.
+
+The modules live in a folder per concept: ``measures/`` (the registry and the indices), ``inference/`` (the tests and
+intervals), ``streaming/`` and ``layers/``; ``compare``, ``pairwise`` and ``heatmap`` use them from the top. Every
+public name is imported from here.
 """
 
 from latentstitch.similarity._compare import Comparison, compare
