@@ -205,7 +205,7 @@ def permutation_test(
     method : ``"auto"`` (default): the closed form for linear, debiased and RBF CKA without ``groups`` when
         n >= 20 or n <= 7, otherwise drawn permutations (batched where a kernel exists, else looped).
         ``"moments"``: the closed form (exact permutation mean and variance, exact or estimated skewness, Pearson
-        type III tail; O(n d^2) in feature space for linear and debiased CKA, see ``similarity._closed_form``;
+        type III tail; O(n d^2) in feature space for linear and debiased CKA, see ``similarity/inference/_closed_form``;
         with n <= 7 all n! permutations are enumerated: an exact p-value). ``"batched"``: drawn permutations through
         the measure's batched kernel (linear/debiased/RBF CKA, R^2, CCA, SVCCA, Procrustes, ENSD, GULP, eigenspace
         overlap, correlation match, permutation metric, RSA, distance correlation, mutual/cycle k-NN, CKNNA, k-NN

@@ -9,7 +9,7 @@ own moments are taken from the same shifted blocks it yields, so all are about t
 mean: exact centring, no cancellation for activations of large mean) and a pair's statistics are a plain
 ``CrossMoments`` (``pair``), finished by the one-shot measure's own ``*_from_moments`` function.
 
-For the closed-form permutation test of linear CKA per pair (``_layer_significance``) each layer also keeps, about
+For the closed-form permutation test of linear CKA per pair (``layers/_significance``) each layer also keeps, about
 the same shift, ``sum_i |y_i|^4`` and ``sum_i |y_i|^2 y_i`` (y: a shifted row; moved exactly to the mean at the end
 with the second moments: the exact mean and variance of the null), and all accumulators share one uniform sample of
 ``sample_rows`` rows (bottom-k of seeded random keys: mergeable), from which the sums over row pairs of the

@@ -6,7 +6,7 @@ and the accumulators are merged in a tree (``latentstitch.distributed``).
 
 Every measure here reduces to moments of paired rows (``CrossMoments``): linear CKA (+ row-norm sums when
 debiased), R^2 of the least-squares fit, CCA and its variants, the Procrustes shape metrics. Minibatch CKA
-accumulates per-batch HSIC values instead (``StreamingMinibatchCKA``, in ``_streaming_minibatch``). The
+accumulates per-batch HSIC values instead (``StreamingMinibatchCKA``, in ``streaming/_minibatch``). The
 accumulation, device transfers, checks and merging are ``MomentStream``'s (``_moment_stream``).
 """
 

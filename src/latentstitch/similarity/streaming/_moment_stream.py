@@ -1,7 +1,7 @@
 """The base of the moment-based streaming measures: float64 ``CrossMoments`` of the chunks seen so far, copied to
 the accumulation device on a side stream, checked for NaN/inf without waiting for the device, merged across
-accumulators, reduced block by block on Dask, saved to tensors. Each measure (``_streaming``) finishes the moments
-with the one-shot index's own function."""
+accumulators, reduced block by block on Dask, saved to tensors. Each measure (``_measures``) finishes the moments with
+the one-shot index's own function."""
 
 from __future__ import annotations
 
