@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import shlex
 import sys
 from pathlib import Path
 
@@ -43,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(module, "add_arguments"):
             module.add_arguments(parser)
     args = parser.parse_args(argv)
+    args.command = shlex.join(["python", "-m", "benchmarks", *argv])  # named in the results pages written
     unknown = sorted(set(args.names) - set(available()))
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(available())}")

@@ -14,10 +14,9 @@ import numpy as np
 
 def ceiling(args) -> None:
     from benchmarks._harness import print_table
-    from benchmarks._migration_data import embedded
-    from benchmarks.migration import PAIRS, recall10
+    from benchmarks._migration_data import PAIRS, embedded, recall10
     from latentstitch.bridge import Bridge
-    from latentstitch.migrate._retrieval import prepare
+    from latentstitch.migrate import prepare
 
     rows = []
     wanted = None if args.pairs is None else {tuple(p.split(">")) for p in args.pairs.split(",")}

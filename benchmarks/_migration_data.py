@@ -26,6 +26,17 @@ ENCODERS = {
     "bible": ("use-m3", "e5-small"),
     "kjv": ("paraphrase-minilm-l3", "minilm-l6", "use-m3"),
 }
+#: set -> the (old, new) encoder pairs the migration benchmark runs, each in both directions.
+PAIRS = {
+    "bbc": [("paraphrase-minilm-l3", "minilm-l6"), ("minilm-l6", "paraphrase-minilm-l3")],
+    "bible": [("use-m3", "e5-small"), ("e5-small", "use-m3")],
+    "kjv": [
+        ("paraphrase-minilm-l3", "minilm-l6"),
+        ("minilm-l6", "paraphrase-minilm-l3"),
+        ("minilm-l6", "use-m3"),
+        ("use-m3", "minilm-l6"),
+    ],
+}
 BIBLE_VERSES = 2000
 KJV_VERSES = 10_000
 DOCUMENT_CHARS = 600
@@ -76,6 +87,13 @@ def embedded(name: str, encoder: str) -> tuple[np.ndarray, np.ndarray]:
         out.append(vectors)
         print(f"embedded {name} {path.stem}: {vectors.shape}", flush=True)
     return out[0], out[1]
+
+
+def recall10(queries, index, relevant, metric="cosine") -> float:
+    """Mean Recall@10 of ``queries`` over ``index`` (``relevant[i]``: the row of query i's document)."""
+    from latentstitch.migrate import per_query, ranks, search
+
+    return float(per_query(ranks(search(queries, index, 10, metric), relevant))["recall@10"].mean())
 
 
 if __name__ == "__main__":

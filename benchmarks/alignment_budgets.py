@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from latentstitch._core.provenance import with_provenance
+
 RUN_BY_DEFAULT = False
 BUDGETS = (0, 10, 50, 300)
 DRAWS = 3  # seed-pair draws per budget
@@ -39,9 +41,9 @@ UNPAIRED_DRAWS = 1  # UnpairedAlignment uses no pair; one fit at the official bu
 def add_arguments(parser) -> None:
     parser.add_argument(
         "--out",
-        default="latentstitch-results/alignment_budgets",
-        help="folder for results.json and table.md (default latentstitch-results/alignment_budgets; the committed "
-        "run in results/alignment_budgets is written only when named)",
+        default="latentstitch-results/alignment-budgets",
+        help="folder for results.json and table.md (default latentstitch-results/alignment-budgets; the committed "
+        "run in results/alignment-budgets is written only when named)",
     )
     parser.add_argument("--words", type=int, default=3000, help="candidate words of the word pair (default 3000)")
     parser.add_argument("--pairs", default="words,text", help="which pairs to run: words, text or both (default)")
@@ -139,7 +141,7 @@ def _words(n_words: int):
 
 
 def _text():
-    from latentstitch.experiments._text import bbc_task, embed
+    from latentstitch.experiments.tasks import bbc_task, embed
 
     task = bbc_task(1200, 500)
     encoders: dict = {}
@@ -155,8 +157,9 @@ def _summary(values: list[float]) -> list[float]:
 def run(args) -> None:
     if getattr(args, "quick", False):
         _OPTIONS.update(draws=1, unpaired=QUICK_UNPAIRED)
+    _OPTIONS["command"] = getattr(args, "command", "python -m benchmarks alignment_budgets")
     torch.manual_seed(0)
-    out_dir = Path(getattr(args, "out", "latentstitch-results/alignment_budgets"))
+    out_dir = Path(getattr(args, "out", "latentstitch-results/alignment-budgets"))
     out_dir.mkdir(parents=True, exist_ok=True)
     n_words = int(getattr(args, "words", 3000))
     started = time.perf_counter()
@@ -271,4 +274,5 @@ def _write(out_dir: Path, results: dict) -> None:
         lines.append("")
     if "text_target_head_on_target" in results:
         lines.append(f"Target head on the target's own test embeddings: {results['text_target_head_on_target']:.3f}.")
-    (out_dir / "table.md").write_text("\n".join(lines) + "\n")
+    command = _OPTIONS.get("command", "python -m benchmarks alignment_budgets")
+    (out_dir / "table.md").write_text(with_provenance("\n".join(lines) + "\n", command))

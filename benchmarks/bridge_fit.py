@@ -121,9 +121,9 @@ def _on(device: str, inputs):
 
 
 def _scored(n: int, bridge) -> int:
-    """How many folds the fit scored (``bridge._pool.scored_folds``)."""
+    """How many folds the fit scored (``bridge.pieces.scored_folds``)."""
     from latentstitch._core.folds import kfold
-    from latentstitch.bridge._pool import scored_folds
+    from latentstitch.bridge.pieces import scored_folds
 
     return scored_folds(kfold(n, bridge.cv, bridge.seed, name="cv", min_rows=5))
 

@@ -20,7 +20,7 @@ validation half.
 
 Embeddings are computed once and cached in ``~/.cache/latentstitch/bridge_generalisation/`` (``$LATENTSTITCH_CACHE``
 moves it); each run's route rows too (``runs/``; ``--fresh`` recomputes them). Results go to ``--out`` (default
-``latentstitch-results/bridge_generalisation``; the committed ``results/bridge/generalisation`` is written only when
+``latentstitch-results/bridge-generalisation``; the committed ``results/bridge/generalisation`` is written only when
 named).
 """
 
@@ -34,7 +34,7 @@ from pathlib import Path
 RUN_BY_DEFAULT = False
 BUDGETS = (50, 100, 300, 768)
 SEEDS = 3
-DEFAULT_OUT = "latentstitch-results/bridge_generalisation"
+DEFAULT_OUT = "latentstitch-results/bridge-generalisation"
 
 
 NOTES = [
@@ -271,6 +271,9 @@ def run(args) -> None:
     from benchmarks._pairs.shipped import summary
     from benchmarks._pairs.study import study, table
     from latentstitch._core.atomic import write_text
+    from latentstitch._core.provenance import with_provenance
+
+    command = getattr(args, "command", "python -m benchmarks bridge_generalisation")
 
     out = Path(getattr(args, "out", DEFAULT_OUT))
     runs = collect_runs(args)
@@ -291,7 +294,7 @@ def run(args) -> None:
                 "",
                 *rules,
             ]
-        write_text(out / "head_noise.md", text + "\n".join(noise_table(runs) + rules) + "\n")
+        write_text(out / "head_noise.md", with_provenance(text + "\n".join(noise_table(runs) + rules) + "\n", command))
         print((out / "head_noise.md").read_text())
         return
     results = {
@@ -305,5 +308,5 @@ def run(args) -> None:
         "runs": runs,
     }
     write_text(out / "results.json", json.dumps(results, indent=1))
-    write_text(out / "results.md", table(results))
+    write_text(out / "results.md", with_provenance(table(results), command))
     print((out / "results.md").read_text())

@@ -346,8 +346,7 @@ def _module_row(table: _Table, size: dict[str, Any], device: torch.device) -> No
 
 
 def _topological_rows(table: _Table, size: dict[str, Any], device: torch.device) -> None:
-    from latentstitch.losses import TopologicalDensificationLoss
-    from latentstitch.losses._topological import minimum_spanning_trees
+    from latentstitch.losses import TopologicalDensificationLoss, minimum_spanning_trees
 
     b, n, d = size["clouds"]
     generator = torch.Generator(device).manual_seed(3)

@@ -43,7 +43,7 @@ def sentences(n: int) -> list[str]:
 
     texts = bbc_news_sentences()
     if n > len(texts):
-        from latentstitch.data._parallel import bible_verses
+        from latentstitch.data import bible_verses
 
         texts += bible_verses({"en": "engWEB2015eb"})[0]["en"]
     if n > len(texts):

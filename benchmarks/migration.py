@@ -35,16 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-PAIRS = {
-    "bbc": [("paraphrase-minilm-l3", "minilm-l6"), ("minilm-l6", "paraphrase-minilm-l3")],
-    "bible": [("use-m3", "e5-small"), ("e5-small", "use-m3")],
-    "kjv": [
-        ("paraphrase-minilm-l3", "minilm-l6"),
-        ("minilm-l6", "paraphrase-minilm-l3"),
-        ("minilm-l6", "use-m3"),
-        ("use-m3", "minilm-l6"),
-    ],
-}
+from benchmarks._migration_data import PAIRS, recall10
 
 
 def add_arguments(parser) -> None:
@@ -74,15 +65,8 @@ def add_arguments(parser) -> None:
 
 
 # --- quality -------------------------------------------------------------------------------------------------------
-def recall10(queries, index, relevant, metric="cosine") -> float:
-    from latentstitch.migrate import per_query, ranks, search
-
-    return float(per_query(ranks(search(queries, index, 10, metric), relevant))["recall@10"].mean())
-
-
 def one_run(old_q, old_d, new_q, new_d, budget, seed, routes=("ridge",), labelled=False):
-    from latentstitch.migrate import QuerySample, certify_migration, fit_migration, plan_sample
-    from latentstitch.migrate._retrieval import prepare
+    from latentstitch.migrate import QuerySample, certify_migration, fit_migration, plan_sample, prepare
 
     n = len(old_d)
     ids = np.arange(n)

@@ -55,8 +55,7 @@ import numpy as np
 import torch
 
 from latentstitch import similarity
-from latentstitch.similarity._null_kernels import batch_size_for, null_kernel
-from latentstitch.similarity._resampling import Permutations
+from latentstitch.similarity.inference import Permutations, batch_size_for, null_kernel
 
 RUN_BY_DEFAULT = False  # 35 minutes at full size on one (busy) thread: run it by name
 SIZES = {"full": (50_000, 768), "quick": (5_000, 256)}

@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from latentstitch._core.provenance import with_provenance
 
 PAIRS = {
     "text": ("minilm-l6", "e5-small"),
@@ -45,7 +49,7 @@ NOTES = (
 
 
 def text_data():
-    from latentstitch.experiments._text import bbc_task, embed
+    from latentstitch.experiments.tasks import bbc_task, embed
 
     task = bbc_task(1200, 500)
     n_train = len(task.y_train)
@@ -136,6 +140,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     markdown = summarise(results)
+    markdown = with_provenance(markdown, shlex.join(["python", "scripts/measure_bridge.py", *sys.argv[1:]]))
     (args.out / "results.md").write_text(markdown)
     print(markdown)
     return 0

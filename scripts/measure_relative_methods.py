@@ -33,6 +33,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import shlex
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -42,7 +44,8 @@ import torch
 from torch import nn
 
 from latentstitch import relative_projection
-from latentstitch.experiments._text import SHORT_NAMES, bbc_task, embed, predict, train_head
+from latentstitch._core.provenance import with_provenance
+from latentstitch.experiments.tasks import SHORT_NAMES, bbc_task, embed, predict, train_head
 from latentstitch.models import stitching_head
 from latentstitch.relative import (
     LearnedAnchors,
@@ -526,7 +529,8 @@ def write_markdown(results: dict, out: Path) -> None:
             f"![anchor study]({a['plot']})",
             "",
         ]
-    (out / "results.md").write_text("\n".join(lines))
+    command = shlex.join(["python", "scripts/measure_relative_methods.py", *sys.argv[1:]])
+    (out / "results.md").write_text(with_provenance("\n".join(lines), command))
 
 
 SECTIONS = (

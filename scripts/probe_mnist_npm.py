@@ -22,9 +22,9 @@ import numpy as np
 import torch
 
 from latentstitch.data import read_npm_digits
-from latentstitch.experiments._image_tasks import ImageTask
 from latentstitch.experiments.ae_stitching.config import FULL
 from latentstitch.experiments.ae_stitching.training import mean_image_mse, stitching_errors, train_kind
+from latentstitch.experiments.tasks import ImageTask
 from latentstitch.relative import select_anchors
 
 

@@ -1,8 +1,10 @@
 """The layout is the architecture: every package sits in a layer, and imports only go down.
 
 The rules (README, "Layout"): no package imports one of a higher layer (not even deferred inside a function); no
-module takes part in an import circle; no underscore-prefixed name crosses a package boundary; nothing inside the
-package imports the package root (a facade for users); ``_core`` depends on nothing above it.
+module takes part in an import circle, in the package or anywhere in the tree (``benchmarks/``, ``scripts/``); no
+underscore-prefixed name and no underscore module crosses a package boundary; ``benchmarks/`` and ``scripts/`` use the
+library as a user does, through public modules and names only; nothing inside the package imports the package root
+(a facade for users); ``_core`` depends on nothing above it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "latentstitch"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "latentstitch"
+#: Code beside the package, each folder importable from the repository root (``python -m benchmarks``).
+BESIDE = ("benchmarks", "scripts")
 
 #: room -> layer; an import may go to the same or a lower layer only.
 LAYERS: dict[str, int] = {
@@ -40,16 +45,18 @@ LAYERS: dict[str, int] = {
 }
 
 
-def _modules() -> dict[str, Path]:
+def _modules(folder: Path) -> dict[str, Path]:
     modules = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    for path in folder.rglob("*.py"):
+        parts = path.relative_to(folder.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         modules[name] = path
     return modules
 
 
-MODULES = _modules()
+MODULES = _modules(PACKAGE)
+#: Every module of the tree: the package, benchmarks/ and scripts/.
+TREE = {**MODULES, **{name: path for folder in BESIDE for name, path in _modules(ROOT / folder).items()}}
 
 
 def _room(module: str) -> str:
@@ -57,8 +64,9 @@ def _room(module: str) -> str:
     return parts[1] if len(parts) > 1 else "<root>"
 
 
-def _imports(module: str, path: Path) -> list[tuple[str, str | None, int]]:
-    """(imported module, imported name or None, line) for every latentstitch import, deferred ones included."""
+def _imports(module: str, path: Path, tops: tuple[str, ...] = ("latentstitch",)) -> list[tuple[str, str | None, int]]:
+    """(imported module, imported name or None, line) for every import of ``tops`` (the package: latentstitch),
+    deferred ones included."""
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
@@ -71,12 +79,19 @@ def _imports(module: str, path: Path) -> list[tuple[str, str | None, int]]:
                 base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
             for alias in node.names:
                 submodule = f"{base}.{alias.name}"
-                known = submodule in MODULES
+                known = submodule in TREE
                 found.append((submodule, None, node.lineno) if known else (base, alias.name, node.lineno))
-    return [item for item in found if item[0].split(".")[0] == "latentstitch"]
+    return [item for item in found if item[0].split(".")[0] in tops]
 
 
 IMPORTS = {module: _imports(module, path) for module, path in MODULES.items()}
+TREE_IMPORTS = {module: _imports(module, path, ("latentstitch", *BESIDE)) for module, path in TREE.items()}
+
+
+def _private_parts(module: str) -> list[str]:
+    """The underscore-prefixed parts of a module path below its room (``_core`` is a room: layer 0's toolkit, whose
+    modules are public-named and which every package imports)."""
+    return [part for part in module.split(".")[2:] if part.startswith("_") and not part.startswith("__")]
 
 
 def test_every_room_has_a_layer():
@@ -115,11 +130,12 @@ def test_imports_only_go_down():
     assert not upward, "\n".join(upward)
 
 
-def test_no_import_circles():
+def _circles(modules: dict[str, Path], imports_of: dict[str, list]) -> list[list[str]]:
+    """The import circles (strongly connected components of more than one module) among ``modules``."""
     graph: dict[str, set[str]] = defaultdict(set)
-    for module, imports in IMPORTS.items():
+    for module, imports in imports_of.items():
         for target, _, _ in imports:
-            if target in MODULES and target != module and not module.startswith(target + "."):
+            if target in modules and target != module and not module.startswith(target + "."):
                 graph[module].add(target)
     # Tarjan's strongly connected components, iteratively
     index: dict[str, int] = {}
@@ -128,7 +144,7 @@ def test_no_import_circles():
     on_stack: set[str] = set()
     circles = []
     counter = 0
-    for root in sorted(MODULES):
+    for root in sorted(modules):
         if root in index:
             continue
         work = [(root, iter(sorted(graph[root])))]
@@ -162,7 +178,16 @@ def test_no_import_circles():
                         break
                 if len(component) > 1:
                     circles.append(sorted(component))
-    assert not circles, f"import circles: {circles}"
+    return circles
+
+
+def test_no_import_circles():
+    assert not (circles := _circles(MODULES, IMPORTS)), f"import circles: {circles}"
+
+
+def test_no_import_circles_anywhere_in_the_tree():
+    """benchmarks/ and scripts/ too: a helper two modules share lives below both, not in one of them."""
+    assert not (circles := _circles(TREE, TREE_IMPORTS)), f"import circles: {circles}"
 
 
 def test_no_private_name_crosses_a_package():
@@ -173,6 +198,35 @@ def test_no_private_name_crosses_a_package():
         if name and name.startswith("_") and not name.startswith("__") and _room(target) != _room(module)
     ]
     assert not crossing, "\n".join(crossing)
+
+
+def test_no_module_imports_another_packages_underscore_module():
+    """A package's underscore modules are its own: another package imports the names its ``__init__`` (or a public
+    module of it) exports, e.g. ``latentstitch.distributed``, not ``latentstitch.distributed._arrays``."""
+    crossing = sorted(
+        {
+            f"{module}:{line} imports {target}"
+            for module, imports in IMPORTS.items()
+            for target, _, line in imports
+            if _room(target) != _room(module) and _private_parts(target)
+        }
+    )
+    assert not crossing, "\n".join(crossing)
+
+
+@pytest.mark.parametrize("folder", BESIDE)
+def test_code_beside_the_package_uses_only_its_public_api(folder):
+    """benchmarks/ and scripts/ import public modules and public names only, as a user would: what they need from a
+    package's internals is exported by the package (or by a documented public module of it)."""
+    private = [
+        f"{module}:{line} imports {target if name is None else f'{name} from {target}'}"
+        for module, imports in TREE_IMPORTS.items()
+        if module.split(".")[0] == folder
+        for target, name, line in imports
+        if target.split(".")[0] == "latentstitch"
+        and (_private_parts(target) or (name is not None and name.startswith("_") and not name.startswith("__")))
+    ]
+    assert not private, "\n".join(private)
 
 
 @pytest.mark.parametrize("room", ["_core", "_version"])

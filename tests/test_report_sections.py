@@ -37,7 +37,7 @@ def _tree(root):
     )
     (root / "measure" / "results.json").write_text(json.dumps({"grid": {"a": 1}, "seconds": {"a": 2.0, "b": 3.0}}))
     _png(root / "measure" / "study.png")
-    (root / "budgets").mkdir()  # like results/alignment_budgets: a table.md and numbers
+    (root / "budgets").mkdir()  # like results/alignment-budgets: a table.md and numbers
     (root / "budgets" / "table.md").write_text("# Budgets\n\n| pairs | mrr |\n|---|---|\n| 10 | 0.5 |\n")
     (root / "budgets" / "results.json").write_text(json.dumps({"words": [1, 2], "seconds": 7}))
     (root / "pictures").mkdir()

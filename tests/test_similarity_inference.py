@@ -13,10 +13,10 @@ import torch
 from scipy import stats
 
 from latentstitch import similarity as sim
-from latentstitch.similarity._null_kernels import NULL_KERNELS
-from latentstitch.similarity._permutation_test import null_distribution
-from latentstitch.similarity._registry import prepare_pair
-from latentstitch.similarity._resampling import Permutations
+from latentstitch.similarity.inference._null_kernels import NULL_KERNELS
+from latentstitch.similarity.inference._permutation_test import null_distribution
+from latentstitch.similarity.inference._resampling import Permutations
+from latentstitch.similarity.measures._registry import prepare_pair
 
 
 def related(n=40, p=5, q=4, seed=0):

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from latentstitch.similarity import LayerMoments, layer_similarity, layer_similarity_from_moments, permutation_test
-from latentstitch.similarity._layer_similarity import layer_moments
+from latentstitch.similarity.layers._similarity import layer_moments
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -89,7 +89,7 @@ def test_beyond_the_sample_mean_and_variance_stay_exact_and_the_skewness_is_clos
     batches = inputs(400, 25, seed=3)
     exact = layer_moments(model_a, model_b, batches, layers_a=LAYERS_A, layers_b=LAYERS_B)
     values = layer_similarity_from_moments(exact).values["linear_cka"]
-    from latentstitch.similarity._layer_significance import layer_tests
+    from latentstitch.similarity.layers._significance import layer_tests
 
     reference = layer_tests(exact, values)
     for seed in range(3):

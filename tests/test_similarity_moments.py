@@ -14,11 +14,11 @@ from scipy import stats
 
 from latentstitch import similarity as sim
 from latentstitch.cli import main
-from latentstitch.similarity import _closed_form
-from latentstitch.similarity._cka import center_gram, gram_rbf
-from latentstitch.similarity._closed_form import closed_form_test
-from latentstitch.similarity._null_kernels import NULL_KERNELS
-from latentstitch.similarity._registry import get_measure
+from latentstitch.similarity.inference import _closed_form
+from latentstitch.similarity.inference._closed_form import closed_form_test
+from latentstitch.similarity.inference._null_kernels import NULL_KERNELS
+from latentstitch.similarity.measures._cka import center_gram, gram_rbf
+from latentstitch.similarity.measures._registry import get_measure
 
 CLOSED = [("linear_cka", {}), ("debiased_cka", {}), ("rbf_cka", {}), ("rbf_cka", {"debiased": True})]
 

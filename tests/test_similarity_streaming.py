@@ -11,7 +11,7 @@ import torch
 from safetensors.torch import load, save
 
 from latentstitch import similarity as sim
-from latentstitch.similarity._cka_statistics import CKAStatistics, RowNormSums
+from latentstitch.similarity.measures._cka_statistics import CKAStatistics, RowNormSums
 
 STREAMS = [
     (lambda: sim.StreamingCKA(), sim.cka),

@@ -31,6 +31,11 @@ def _bits(text: str) -> np.ndarray:
     return np.frombuffer(text.encode(), dtype=np.uint8) - ord("0")
 
 
+def realised_unit(fit: dict) -> float | None:
+    """The realised figure the fit's estimate predicts: agreement for a head, else Recall@10 over the pool."""
+    return fit["realised"].get("agreement" if fit["estimate"]["metric"] == "agreement" else "recall_pool")
+
+
 def interval(variant: str, fit: dict, seed: int = 0) -> tuple[float, float, float]:
     items = fit["items"]
     chosen = _bits(items[fit["route"]]) if fit["route"] in items else _bits(next(iter(items.values())))
@@ -69,8 +74,6 @@ def interval(variant: str, fit: dict, seed: int = 0) -> tuple[float, float, floa
 
 def coverage(runs: list[dict], kinds: list[str], n_test: dict[str, int]) -> dict:
     """Per variant and fit kind: share of runs covered (raw, and allowing the test items' sampling error)."""
-    from benchmarks._pairs.shipped import realised_unit
-
     out: dict = {}
     for variant in VARIANTS:
         for kind in kinds:
@@ -97,9 +100,9 @@ def coverage(runs: list[dict], kinds: list[str], n_test: dict[str, int]) -> dict
 
 
 def shipped_interval(fit: dict, seed: int = 0) -> tuple[float, float, float]:
-    """The interval the library computes now (``latentstitch.bridge._estimate.estimate``), from the recorded hits:
+    """The interval the library computes now (``latentstitch.bridge.pieces.estimate``), from the recorded hits:
     rivals only when the fit's selection score ranks the same items (``SAME_ITEMS``)."""
-    from latentstitch.bridge._estimate import SAME_ITEMS, estimate
+    from latentstitch.bridge.pieces import SAME_ITEMS, estimate
 
     items = fit["items"]
     chosen = _bits(items[fit["route"]])
@@ -110,7 +113,7 @@ def shipped_interval(fit: dict, seed: int = 0) -> tuple[float, float, float]:
 
 
 def _selection_score(fit: dict) -> str:
-    from latentstitch.bridge._select import CONSUMER_SCORES
+    from latentstitch.bridge import CONSUMER_SCORES
 
     if fit["estimate"]["metric"] == "agreement":
         return "agreement"

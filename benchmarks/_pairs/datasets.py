@@ -50,7 +50,7 @@ def cache_dir() -> Path:
 
 
 def _text(name: str, progress: bool) -> tuple[dict, np.ndarray, np.ndarray, str]:
-    from latentstitch.experiments._text import bbc_task, embed
+    from latentstitch.experiments.tasks import bbc_task, embed
 
     encoders: dict = {}
     if name == "bbc":
@@ -87,7 +87,7 @@ def _images(name: str, progress: bool) -> tuple[dict, np.ndarray, np.ndarray, st
     import torch
 
     from latentstitch.encoders import get_encoder
-    from latentstitch.experiments._image_tasks import load_image_task
+    from latentstitch.experiments.tasks import load_image_task
 
     # EfficientNet on 224 px images is slow on a shared CPU: MNIST (validation half) is kept smaller
     n_train, n_test = (1200, 400) if name == "fashion" else (900, 300)

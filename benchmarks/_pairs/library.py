@@ -192,7 +192,7 @@ class _Fitted:
         self.held = ([], []) if bridge is None else (bridge.dead_features_, bridge.dead_values_)
 
     def transform(self, x):
-        from latentstitch.bridge._dead import hold
+        from latentstitch.bridge.pieces import hold
 
         out = self.estimator_.transform(x)
         return out if self.family_ == "relative" else hold(out, *self.held)

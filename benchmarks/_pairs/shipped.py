@@ -14,7 +14,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from benchmarks._pairs.study import table_cell as _cell
+from benchmarks._pairs.calibration import interval, realised_unit, shipped_interval
 
 #: fit kind -> the consumer figure that judges it.
 JUDGED = {
@@ -31,6 +31,15 @@ JUDGED = {
 GOAL = {768: 0.95, 100: 0.90}
 TOLERANCE = 0.01
 FIGURES = ("recall10", "lr_f1", "lr_raw_f1", "mlp_f1")
+
+
+def table_cell(value) -> str:
+    """A table cell: "-" for none, "k/n" for a count pair, three decimals for a float."""
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return f"{value[0]}/{value[1]}"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
 def weaker_own(run: dict, figure: str) -> float:
@@ -52,10 +61,6 @@ def best(run: dict, figure: str) -> tuple[float, str]:
     return max(candidates) if candidates else (float("nan"), "-")
 
 
-def realised_unit(fit: dict) -> float | None:
-    return fit["realised"].get("agreement" if fit["estimate"]["metric"] == "agreement" else "recall_pool")
-
-
 def fit_figures(run: dict, kind: str) -> dict | None:
     lib = run.get("library")
     if not lib or kind not in lib["fits"]:
@@ -67,8 +72,6 @@ def fit_figures(run: dict, kind: str) -> dict | None:
     value = fit["realised"][figure]
     top, top_route = best(run, figure)
     own = weaker_own(run, figure)
-    from benchmarks._pairs.calibration import interval, shipped_interval
-
     run_time = dict(zip(("value", "low", "high"), interval("items", fit), strict=True))  # the estimate before
     est = dict(zip(("value", "low", "high"), shipped_interval({**fit, "consumer": kind.split("/")[0]}), strict=True))
     truth = realised_unit(fit)
@@ -191,7 +194,7 @@ def tables(runs: list[dict], study: dict) -> list[str]:
         lines += [f"### {half.capitalize()} half", ""]
         lines += ["| fit | " + " | ".join(GOAL_COLUMNS) + " |", "|---" * (len(GOAL_COLUMNS) + 1) + "|"]
         for kind, g in part["goals"].items():
-            lines.append(f"| {kind} | " + " | ".join(_cell(g.get(c)) for c in GOAL_COLUMNS) + " |")
+            lines.append(f"| {kind} | " + " | ".join(table_cell(g.get(c)) for c in GOAL_COLUMNS) + " |")
         lines.append("")
         wins = part["route_wins"]
         lines += [

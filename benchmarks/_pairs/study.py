@@ -16,6 +16,7 @@ import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
 from benchmarks._pairs.scores import CANDIDATES
+from benchmarks._pairs.shipped import table_cell, tables
 
 CONSUMERS = ("lr_f1", "lr_raw_f1", "mlp_f1", "recall10")
 TOLERANCE = 0.01
@@ -136,17 +137,7 @@ def study(runs: list[dict]) -> dict:
     return out
 
 
-def table_cell(value) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, list):
-        return f"{value[0]}/{value[1]}"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
 def table(results: dict) -> str:
-    from benchmarks._pairs.shipped import tables
-
     study_ = results["study"]
     lines = ["# Bridge generalisation: which label-free score predicts the consumer", ""]
     lines += [f"- {note}" for note in results.get("notes", [])]

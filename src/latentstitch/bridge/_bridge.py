@@ -52,7 +52,7 @@ from latentstitch.bridge._validate import (
     check_savable,
     input_notes,
 )
-from latentstitch.distributed._arrays import is_dask_array, map_rows
+from latentstitch.distributed import is_dask_array, map_rows
 
 #: Warnings a bridge's cross-validation expects from its fits: counted and said once in words, not shown per fit.
 _EXPECTED = (RankDeficiencyWarning, ConvergenceWarning)

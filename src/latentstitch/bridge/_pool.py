@@ -31,7 +31,7 @@ import torch
 from latentstitch._core.arrays import as_float_tensor
 from latentstitch._core.numerics import matmul, unit_rows
 from latentstitch.bridge._validate import as_anchor_array
-from latentstitch.distributed._arrays import is_dask_array
+from latentstitch.distributed import is_dask_array
 
 #: k of Recall@k and of the neighbourhoods compared by ``jaccard``.
 RECALL_K = 10

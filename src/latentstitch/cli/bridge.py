@@ -229,11 +229,11 @@ def fit(args: argparse.Namespace) -> int:
 
 
 def read_pool(args: argparse.Namespace, anchors: int):
-    """The rows of ``--target-pool`` the fit reads (``bridge._pool.pool_draw``: all, or a seeded draw; only those
+    """The rows of ``--target-pool`` the fit reads (``bridge.pieces.pool_draw``: all, or a seeded draw; only those
     are read from the file) and a line describing them."""
     import numpy as np
 
-    from latentstitch.bridge._pool import pool_draw
+    from latentstitch.bridge.pieces import pool_draw
     from latentstitch.embeddings import open_embeddings
 
     with option_errors(file_options(args, "target")):

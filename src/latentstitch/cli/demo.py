@@ -64,6 +64,10 @@ def main(args: argparse.Namespace) -> int:
             out_dir=args.out,
             progress=not args.quiet,
         )
-    report.write(args.out)
+    command = (
+        f"latentstitch demo --seeds {args.seeds[0]} {args.seeds[1]} --epochs {args.epochs} --anchors {args.anchors} "
+        f"--latent-dim {args.latent_dim} --out {args.out}"
+    )
+    report.write(args.out, command)
     report.print(args.out)
     return 0

@@ -13,7 +13,7 @@ Every loader returns data in memory with a fixed seeded split; nothing is downlo
 - Graphs (:class:`Graph`): :func:`knn_document_graph` (BBC News, the shape of Cora),
   :func:`stochastic_block_model`, :func:`load_planetoid` (local Cora/CiteSeer/PubMed raw files).
 - Standard local folders: :func:`load_mnist_folder`, :func:`load_cifar_folder` (torchvision layouts),
-  :func:`load_hf_from_disk` / :func:`read_hf_saved` (Hugging Face ``save_to_disk``).
+  :func:`load_hf_from_disk` / :func:`read_hf_saved` / :func:`read_hf_tables` (Hugging Face ``save_to_disk``).
 
 Optional dependencies are imported inside the loaders: importing this package imports none of them.
 """
@@ -21,7 +21,7 @@ Optional dependencies are imported inside the loaders: importing this package im
 from latentstitch.data._datasets import LabelledSplit, load_mnist_5k, split_dataset, stratified_subset
 from latentstitch.data._emoji import load_emoji_annotations
 from latentstitch.data._graphs import Graph, knn_document_graph, stochastic_block_model
-from latentstitch.data._hf_disk import load_hf_from_disk, read_hf_saved
+from latentstitch.data._hf_disk import load_hf_from_disk, read_hf_saved, read_hf_tables
 from latentstitch.data._images import (
     FASHION_MNIST_CLASSES,
     SAMPLE_PHOTOS,
@@ -85,6 +85,7 @@ __all__ = [
     "load_sklearn_digits",
     "load_spacy_vectors",
     "read_hf_saved",
+    "read_hf_tables",
     "read_idx",
     "read_npm_digits",
     "spacy_table",

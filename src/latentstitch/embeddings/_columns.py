@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from latentstitch._core.extras import require
-from latentstitch.data._hf_disk import read_hf_tables
+from latentstitch.data import read_hf_tables
 from latentstitch.embeddings._base import TableFile
 
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")

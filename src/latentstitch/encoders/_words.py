@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from latentstitch._core.params import check_choice
-from latentstitch.data._words import WordVectors, load_glove_50d, spacy_table, spacy_vocabulary
+from latentstitch.data import WordVectors, load_glove_50d, spacy_table, spacy_vocabulary
 from latentstitch.encoders._base import Encoder
 
 UNKNOWN = ("error", "zero")

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from latentstitch._core.atomic import write_text
+from latentstitch._core.provenance import with_provenance
 from latentstitch.experiments._patterns import (
     OPERATORS,
     Expectation,
@@ -149,13 +150,19 @@ class Report:
             parts.append(f"Run time: {self.seconds:.0f} s.")
         return "\n".join(parts).rstrip() + "\n"
 
-    def write(self, out_dir: Path | str) -> Path:
+    def command(self, out_dir: Path | str) -> str:
+        """The command line that makes this run into ``out_dir`` (a reproduction's; the demo passes its own)."""
+        return f"latentstitch reproduce {self.name}{' --quick' if self.quick else ''} --out {Path(out_dir)}"
+
+    def write(self, out_dir: Path | str, command: str | None = None) -> Path:
+        """results.json and results.md into ``out_dir``; results.md names under its title the command that made it
+        (``command``, else ``self.command(out_dir)``) and the commit it ran at."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         payload = {"kind": self.kind, **asdict(self)}
         payload["figures"] = {caption: Path(path).name for caption, path in self.figures.items()}
         write_text(out / "results.json", json.dumps(payload, indent=2, default=jsonable, allow_nan=True) + "\n")
-        write_text(out / "results.md", self.markdown())
+        write_text(out / "results.md", with_provenance(self.markdown(), command or self.command(out)))
         return out
 
     def print(self, out_dir: Path | str | None = None) -> None:

@@ -22,7 +22,7 @@ from latentstitch.migrate._fit import MigrationWarning, QuerySample, fit_migrati
 from latentstitch.migrate._migration import MODES, Migration, metric_words
 from latentstitch.migrate._plan import STRATEGIES, MigrationPlan, budget_count, load_plan, plan_sample, save_plan
 from latentstitch.migrate._report import Certificate
-from latentstitch.migrate._retrieval import METRICS, Interval, bootstrap_mean, per_query, ranks, search
+from latentstitch.migrate._retrieval import METRICS, Interval, bootstrap_mean, per_query, prepare, ranks, search
 from latentstitch.migrate.stores import KINDS, StoreError, VectorStore, create_writer, open_store
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "open_store",
     "per_query",
     "plan_sample",
+    "prepare",
     "ranks",
     "save_plan",
     "search",

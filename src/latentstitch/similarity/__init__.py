@@ -9,28 +9,36 @@ kind, range, symmetry, centring and invariances (``latentstitch.invariance`` nam
 at once, ``pairwise`` the matrix over many representations (``heatmap`` draws it), ``layer_similarity`` every layer
 pair of two torch models in one streamed pass (forward hooks, moments only), and the ``Streaming*`` classes the
 moment-based ones chunk by chunk with ``update``/``compute``, equal to the one-shot value.
+
+The modules live in a folder per concept: ``measures/`` (the registry and the indices), ``inference/`` (the tests and
+intervals), ``streaming/`` and ``layers/``; ``compare``, ``pairwise`` and ``heatmap`` use them from the top. Every
+public name is imported from here.
 """
 
-from latentstitch.similarity._bootstrap import BootstrapCI, bootstrap_ci
-from latentstitch.similarity._catalog import DEFAULT_MEASURES, SAME_SPACE_MEASURES
-from latentstitch.similarity._cca import cca, pwcca, svcca
-from latentstitch.similarity._cka import center_gram, cka, gram_linear, gram_rbf, minibatch_cka
 from latentstitch.similarity._compare import Comparison, compare
-from latentstitch.similarity._deconfounded import deconfounded_cka
-from latentstitch.similarity._distance_correlation import distance_correlation
-from latentstitch.similarity._gulp import gulp
 from latentstitch.similarity._heatmap import heatmap
-from latentstitch.similarity._layer_cluster import layer_moments_on_cluster
-from latentstitch.similarity._layer_moments import LayerMoments
-from latentstitch.similarity._layer_similarity import (
+from latentstitch.similarity._pairwise import pairwise
+from latentstitch.similarity.inference._bootstrap import BootstrapCI, bootstrap_ci
+from latentstitch.similarity.inference._pairwise_test import PairwiseTest, pairwise_test
+from latentstitch.similarity.inference._permutation_test import PermutationTest, permutation_test
+from latentstitch.similarity.inference._resampling import row_weights
+from latentstitch.similarity.layers._cluster import layer_moments_on_cluster
+from latentstitch.similarity.layers._moments import LayerMoments
+from latentstitch.similarity.layers._similarity import (
     LAYER_MEASURES,
     LayerSimilarity,
     layer_moments,
     layer_similarity,
     layer_similarity_from_moments,
 )
-from latentstitch.similarity._matching import aligned_cosine, correlation_match, permutation_metric
-from latentstitch.similarity._neighborhood_measures import (
+from latentstitch.similarity.measures._catalog import DEFAULT_MEASURES, SAME_SPACE_MEASURES
+from latentstitch.similarity.measures._cca import cca, pwcca, svcca
+from latentstitch.similarity.measures._cka import center_gram, cka, gram_linear, gram_rbf, minibatch_cka
+from latentstitch.similarity.measures._deconfounded import deconfounded_cka
+from latentstitch.similarity.measures._distance_correlation import distance_correlation
+from latentstitch.similarity.measures._gulp import gulp
+from latentstitch.similarity.measures._matching import aligned_cosine, correlation_match, permutation_metric
+from latentstitch.similarity.measures._neighborhood_measures import (
     cknna,
     cycle_knn,
     knn_jaccard,
@@ -38,18 +46,22 @@ from latentstitch.similarity._neighborhood_measures import (
     rank_similarity,
     second_order_cosine,
 )
-from latentstitch.similarity._pairwise import pairwise
-from latentstitch.similarity._pairwise_test import PairwiseTest, pairwise_test
-from latentstitch.similarity._permutation_test import PermutationTest, permutation_test
-from latentstitch.similarity._pnka import pnka
-from latentstitch.similarity._procrustes import procrustes_distance, shape_metric_angular
-from latentstitch.similarity._registry import MEASURES, MeasureSpec, ZeroVarianceError, get_measure, register_measure
-from latentstitch.similarity._regression import r2_linear
-from latentstitch.similarity._resampling import row_weights
-from latentstitch.similarity._retrieval import jaccard_at_k, matched_cosine, mrr
-from latentstitch.similarity._rsa import rsa
-from latentstitch.similarity._sample_size import SmallSampleWarning, is_trivial
-from latentstitch.similarity._streaming import (
+from latentstitch.similarity.measures._pnka import pnka
+from latentstitch.similarity.measures._procrustes import procrustes_distance, shape_metric_angular
+from latentstitch.similarity.measures._registry import (
+    MEASURES,
+    MeasureSpec,
+    ZeroVarianceError,
+    get_measure,
+    register_measure,
+)
+from latentstitch.similarity.measures._regression import r2_linear
+from latentstitch.similarity.measures._retrieval import jaccard_at_k, matched_cosine, mrr
+from latentstitch.similarity.measures._rsa import rsa
+from latentstitch.similarity.measures._sample_size import SmallSampleWarning, is_trivial
+from latentstitch.similarity.measures._subspace import eigenspace_overlap, ensd
+from latentstitch.similarity.streaming._bootstrap import StreamingBootstrap
+from latentstitch.similarity.streaming._measures import (
     StreamingCCA,
     StreamingCKA,
     StreamingCorrelationMatch,
@@ -62,9 +74,7 @@ from latentstitch.similarity._streaming import (
     StreamingR2,
     StreamingSVCCA,
 )
-from latentstitch.similarity._streaming_bootstrap import StreamingBootstrap
-from latentstitch.similarity._streaming_minibatch import StreamingMinibatchCKA
-from latentstitch.similarity._subspace import eigenspace_overlap, ensd
+from latentstitch.similarity.streaming._minibatch import StreamingMinibatchCKA
 
 __all__ = [
     "DEFAULT_MEASURES",

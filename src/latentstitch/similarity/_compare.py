@@ -23,10 +23,10 @@ from latentstitch._core.params import (
     check_seed,
 )
 from latentstitch._core.progress import progress_bar
-from latentstitch.similarity._catalog import DEFAULT_MEASURES, SAME_SPACE_MEASURES
-from latentstitch.similarity._permutation_test import PermutationTest, permutation_test
-from latentstitch.similarity._registry import MeasureSpec, as_rows, get_measure
-from latentstitch.similarity._sample_size import SmallSampleWarning, is_trivial, trivial_message
+from latentstitch.similarity.inference._permutation_test import PermutationTest, permutation_test
+from latentstitch.similarity.measures._catalog import DEFAULT_MEASURES, SAME_SPACE_MEASURES
+from latentstitch.similarity.measures._registry import MeasureSpec, as_rows, get_measure
+from latentstitch.similarity.measures._sample_size import SmallSampleWarning, is_trivial, trivial_message
 
 #: The measures that need O(n^2) time (RBF CKA and RSA also O(n^2) memory): with ``max_rows`` they run on a random
 #: subset of the rows.

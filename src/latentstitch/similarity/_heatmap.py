@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from latentstitch._core.figures import write_figure
-from latentstitch.similarity._pairwise_test import PairwiseTest
-from latentstitch.similarity._registry import get_measure
+from latentstitch.similarity.inference._pairwise_test import PairwiseTest
+from latentstitch.similarity.measures._registry import get_measure
 
 
 def heatmap(

@@ -11,7 +11,7 @@ import numpy as np
 
 from latentstitch._core.arrays import ArrayLike
 from latentstitch.distributed import client_scope, map_tasks
-from latentstitch.similarity._registry import get_measure
+from latentstitch.similarity.measures._registry import get_measure
 
 # Arguments that pairwise no longer takes, and where they went (else they would reach the measure as options).
 _MOVED = {
