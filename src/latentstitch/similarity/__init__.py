@@ -40,7 +40,7 @@ from latentstitch.similarity._neighborhood_measures import (
 )
 from latentstitch.similarity._pairwise import pairwise
 from latentstitch.similarity._pairwise_test import PairwiseTest, pairwise_test
-from latentstitch.similarity._permutation_test import PermutationTest, permutation_test
+from latentstitch.similarity._permutation_test import UNPAIRED_P, PermutationTest, pairing_p_value, permutation_test
 from latentstitch.similarity._pnka import pnka
 from latentstitch.similarity._procrustes import procrustes_distance, shape_metric_angular
 from latentstitch.similarity._registry import MEASURES, MeasureSpec, ZeroVarianceError, get_measure, register_measure
@@ -71,6 +71,7 @@ __all__ = [
     "LAYER_MEASURES",
     "MEASURES",
     "SAME_SPACE_MEASURES",
+    "UNPAIRED_P",
     "BootstrapCI",
     "Comparison",
     "LayerMoments",
@@ -122,6 +123,7 @@ __all__ = [
     "minibatch_cka",
     "mrr",
     "mutual_knn",
+    "pairing_p_value",
     "pairwise",
     "pairwise_test",
     "permutation_metric",
