@@ -304,6 +304,7 @@ def pairing_p_value(x: ArrayLike, y: ArrayLike, seed: int = 0) -> float | None:
     look unpaired. None below ``PAIRING_FROM`` rows or where linear CKA is undefined (a constant side)."""
     import warnings
 
+    seed = check_seed(seed)
     if len(x) < PAIRING_FROM:
         return None
     try:
