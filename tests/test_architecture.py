@@ -239,3 +239,15 @@ def test_the_core_depends_on_nothing_above_it(room):
         if LAYERS.get(_room(target), 99) > 0
     ]
     assert not above, "\n".join(above)
+
+
+@pytest.mark.parametrize(
+    "package", sorted(name for name in MODULES if name.count(".") == 1 and not _room(name).startswith("_"))
+)
+def test_every_name_in_all_exists(package):
+    """``from latentstitch.X import *`` works: each package's ``__all__`` names only what the package defines."""
+    import importlib
+
+    module = importlib.import_module(package)
+    missing = [name for name in getattr(module, "__all__", []) if not hasattr(module, name)]
+    assert not missing, f"{package}.__all__ names what it does not define: {missing}"

@@ -117,6 +117,6 @@ def test_a_bridge_on_rows_with_no_pairs_offers_the_unpaired_route():
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always", BridgeWarning)
         bridge = Bridge(routes=["procrustes"], cv=3).fit(x, y)  # y's rows are a permutation: no pair holds
-    assert not bridge.reliable_ and "--routes unpaired" in str(said[0].message)
+    assert not bridge.reliable_ and any("--routes unpaired" in str(w.message) for w in said)
     offered = Bridge(routes=["unpaired"], cv=3).fit(x, y)  # the route ignores the (wrong) pairing
     assert offered.estimator_.score_ > 0.99

@@ -187,7 +187,7 @@ class _Fitted:
 
     def __init__(self, estimator, family, bridge=None):
         self.estimator_, self.family_ = estimator, family
-        if bridge is not None and getattr(bridge, "scale_", 1.0) != 1.0:
+        if bridge is not None and (bridge.source_scale_, bridge.target_scale_) != (1.0, 1.0):
             raise ValueError("the benchmark refits routes on unscaled anchors; this bridge rescaled them")
         self.held = ([], []) if bridge is None else (bridge.dead_features_, bridge.dead_values_)
 

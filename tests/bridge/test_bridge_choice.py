@@ -54,8 +54,10 @@ def test_shuffled_pairs_are_reported_as_no_better_than_chance_once_in_words(seed
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         bridge = Bridge().fit(source, shuffled)
-    said = [w for w in caught if issubclass(w.category, BridgeWarning)]
-    assert len(said) == 1 and "No route is clearly better than shuffled pairs" in str(said[0].message)
+    said = [str(w.message) for w in caught if issubclass(w.category, BridgeWarning)]
+    # said once in words; beside it, the inputs' own pairing check (compare's) may say the rows look unpaired
+    assert [m for m in said if "rows look unpaired" not in m] == [m for m in said if "No route is clearly" in m]
+    assert len([m for m in said if "No route is clearly" in m]) == 1 and len(said) <= 2
     assert not bridge.reliable_
     for row in bridge.routes_:
         # under shuffled pairs the own partner's rank is uniform: z ~ N(0, 1); 3 is the documented bar

@@ -227,3 +227,36 @@ def test_a_bad_target_pool_is_one_line_naming_the_option(files, capsys):
     _one_line_error(capsys, [*argv, *out, "--target-pool", str(folder / "narrow.npy")], "target_pool", "3 features")
     clash = ["-o", str(folder / "b.safetensors"), "--json", str(folder / "narrow.npy")]
     _one_line_error(capsys, [*argv, *clash, "--target-pool", str(folder / "narrow.npy")], "--json")
+
+
+def test_fit_on_a_constant_file_is_one_line_naming_the_file(files, capsys):
+    folder, _ = files
+    np.save(folder / "const.npy", np.ones((100, 24), dtype=np.float32))
+    argv = ["bridge", "fit", str(folder / "const.npy"), str(folder / "old.npy"), "-o", str(folder / "c.safetensors")]
+    line = _one_line_error(capsys, [*argv, "--quiet"], "SOURCE", "const.npy", "every feature is constant")
+    assert "TARGET" not in line
+    argv = ["bridge", "fit", str(folder / "new.npy"), str(folder / "const.npy"), "-o", str(folder / "c.safetensors")]
+    _one_line_error(capsys, [*argv, "--quiet"], "TARGET", "const.npy", "every feature is constant")
+
+
+def test_fit_on_unpaired_rows_says_so_naming_id_column_as_compare_does(tmp_path, capsys):
+    """Issue 41: `bridge fit a.npy b_shuffled.npy` said nothing while `compare` warned. Under shuffled rows the
+    pairing check's p-value is uniform: it warns with probability 0.95 per seed, so 3 of 5 seeds must warn (a
+    chance failure has probability about 0.001); every fit is unreliable and every warning names --id-column."""
+    warned = 0
+    for seed in range(5):
+        source, target, _ = rotated_scaled_shifted(seed, n=100)
+        np.save(tmp_path / "a.npy", source)
+        np.save(tmp_path / "b.npy", target[np.random.default_rng(seed).permutation(100)])
+        out = tmp_path / f"b{seed}.safetensors"
+        argv = ["bridge", "fit", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "-o", str(out), "--quiet"]
+        assert main([*argv, "--no-budget", "--routes", "ridge_raw", "relative_centered"]) == 0
+        printed = " ".join(capsys.readouterr().out.split())
+        assert not Bridge.load(out).reliable_ and "NOT clearly better than shuffled pairs" in printed
+        if "rows look unpaired" in printed:
+            warned += 1
+            assert "--id-column" in printed and "source_ids" not in printed
+        assert main(["compare", str(tmp_path / "a.npy"), str(tmp_path / "b.npy"), "--measures", "linear_cka"]) == 0
+        said_by_compare = "rows look unpaired" in capsys.readouterr().out
+        assert said_by_compare == ("rows look unpaired" in printed)  # one check, one answer
+    assert warned >= 3

@@ -5,6 +5,7 @@ could not be loaded back, and saved bridges whose attributes were edited."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -195,3 +196,112 @@ def test_bridge_apply_target_with_an_edited_bridge_is_one_line(tmp_path, capsys)
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "n_features_target_" in err[0] and "Traceback" not in err[0], err
+
+
+# --- issue 41: degenerate anchors, a head's object labels, a renamed route ---------------------------------------
+
+
+@pytest.mark.parametrize("side", ["source", "target"])
+@pytest.mark.parametrize("value", [1.0, 0.0])
+def test_a_side_whose_every_feature_is_constant_is_named(side, value):
+    source, target = _pair()
+    constant = np.full_like(source if side == "source" else target, value)
+    args = (constant, target) if side == "source" else (source, constant)
+    with pytest.raises(ValueError, match=rf"^{side}: every feature is constant over the 60 anchors"):
+        Bridge().fit(*args)
+
+
+def test_constant_features_beside_varying_ones_still_fit():
+    source, target = _pair()
+    source, target = np.c_[source, np.ones(60)], np.c_[target, np.full(60, 3.0)]
+    bridge = Bridge(routes=["ridge", "relative"]).fit(source, target)
+    assert bridge.reliable_
+    if bridge.family_ == "translation":
+        np.testing.assert_allclose(bridge.transform(source)[:, -1], 3.0)
+
+
+def _string_head(target):
+    """A head as scikit-learn's predict gives it for labels read with pandas: an object array of strings."""
+    return np.where(np.asarray(target)[:, 0] > 0, "up", "down").astype(object)
+
+
+def test_a_head_predicting_strings_in_an_object_array_scores_every_route():
+    source, target = _pair()
+    bridge = Bridge(routes=["ridge", "relative"]).fit(source, target, head=_string_head)
+    assert bridge.criterion_ == "agreement"
+    assert all(row.agreement is not None and row.agreement[0] > 0.8 for row in bridge.routes_)
+    labels = _string_head(target)
+    assert set(bridge.fit_head(target, labels).classes_) == {"up", "down"}
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        (lambda n: np.array(["a", 1] * (n // 2), dtype=object), "all strings or all integers, got an object array"),
+        (lambda n: np.linspace(0, 1, n), "continuous values"),
+    ],
+    ids=["mixed_object", "continuous"],
+)
+def test_a_head_whose_predictions_are_not_class_labels_is_named(values, message):
+    source, target = _pair()
+    with pytest.raises((TypeError, ValueError), match=rf"^head: expected class labels.*{message}"):
+        Bridge(routes=["ridge", "relative"]).fit(source, target, head=lambda v: values(len(v)))
+
+
+def test_object_arrays_of_integers_are_class_labels_too():
+    source, target = _pair()
+    bridge = Bridge(routes="ridge").fit(source, target)
+    labels = (target[:, 0] > 0).astype(int).astype(object)
+    assert bridge.fit_head(target, labels).score(bridge.transform(source), labels) > 0.8
+
+
+def test_a_bridge_whose_route_and_its_table_row_were_renamed_is_refused_as_tampered(tmp_path):
+    bridge, header, tensors = _saved(tmp_path, ["ridge", "procrustes"])
+    copy = json.loads(json.dumps(header))
+    copy["learned"]["route_"]["value"] = "nowhere"
+    for row in copy["learned"]["routes_"]["value"]:
+        if row["dict"]["route"] == bridge.route_:
+            row["dict"]["route"] = "nowhere"
+    path = tmp_path / "renamed.safetensors"
+    save_file(tensors, str(path), metadata={"latentstitch": json.dumps(copy)})
+    with pytest.raises(ValueError, match=r"route_: 'nowhere' is not a registered route") as caught:
+        Bridge.load(path)
+    assert str(path) in str(caught.value)
+
+
+def test_a_bridge_whose_estimator_is_not_what_its_route_builds_is_refused(tmp_path):
+    bridge, header, tensors = _saved(tmp_path, ["ridge", "relative"])
+    other = "relative" if bridge.route_ == "ridge" else "ridge"
+    copy = json.loads(json.dumps(header))
+    copy["learned"]["route_"]["value"] = other
+    copy["learned"]["family_"]["value"] = ROUTES[other].family
+    for row in copy["learned"]["routes_"]["value"]:
+        row["dict"]["chosen"] = row["dict"]["route"] == other
+        row["dict"]["route"] = {bridge.route_: other, other: bridge.route_}[row["dict"]["route"]]
+        row["dict"]["family"] = ROUTES[row["dict"]["route"]].family
+    path = tmp_path / "swapped.safetensors"
+    save_file(tensors, str(path), metadata={"latentstitch": json.dumps(copy)})
+    with pytest.raises(ValueError) as caught:
+        Bridge.load(path)
+    assert str(path) in str(caught.value)
+
+
+def test_unpaired_rows_are_warned_naming_the_id_arguments_and_paired_rows_are_not():
+    """The pairing check's p-value is uniform under shuffled rows: it warns with probability 0.95 per seed, so at
+    least 7 of 10 seeds must (a chance failure has probability about 0.001); paired rows never warn."""
+    warned = 0
+    for seed in range(10):
+        source, target = _pair(seed=seed)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            paired = Bridge(routes="ridge").fit(source, target)
+        assert paired.reliable_ and not [w for w in caught if "unpaired" in str(w.message)]
+        shuffled = target[np.random.default_rng(seed).permutation(len(target))]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            bridge = Bridge(routes="ridge").fit(source, shuffled)
+        said = [w for w in caught if issubclass(w.category, BridgeWarning) and "rows look unpaired" in str(w.message)]
+        warned += bool(said)
+        assert all("source_ids=" in str(w.message) and "target_ids=" in str(w.message) for w in said)
+        assert not bridge.reliable_
+    assert warned >= 7

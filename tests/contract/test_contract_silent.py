@@ -192,6 +192,7 @@ SEEDED = {
     ),
     "similarity.permutation_test": lambda s: similarity.permutation_test(_x(), _x(seed=1), permutations=2, seed=s),
     "similarity.compare": lambda s: similarity.compare(_x(), _x(seed=1), ["linear_cka"], permutations=2, seed=s),
+    "similarity.pairing_p_value": lambda s: similarity.pairing_p_value(_x(), _x(seed=1), seed=s),
     "similarity.pairwise_test": lambda s: similarity.pairwise_test(
         [_x()], [_x(seed=1)], permutations=2, seed=s, progress=False
     ),

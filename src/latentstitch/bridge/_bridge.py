@@ -34,8 +34,7 @@ from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._pool import pool_rows
 from latentstitch.bridge._results import BudgetRow, budget_rows, route_scores
 from latentstitch.bridge._routes import RouteSpec, get_route, resolve_routes
-from latentstitch.bridge._scale import anchor_scale, check_scale, head_at_scale, rescale
-from latentstitch.bridge._scores import predictions
+from latentstitch.bridge._scale import anchor_scales, head_at_scale, loaded_scales, rescale
 from latentstitch.bridge._select import (
     CONSUMER_SCORES,
     CONSUMERS,
@@ -50,6 +49,8 @@ from latentstitch.bridge._validate import (
     check_loaded,
     check_route_methods,
     check_savable,
+    check_varies,
+    head_labels,
     input_notes,
 )
 from latentstitch.distributed import is_dask_array, map_rows
@@ -150,10 +151,11 @@ class Bridge(Persistable, BaseEstimator):
         One row per anchor count: ``anchors``, and ``scores``: route name -> (mean, std) of the held-out MRR (or,
         with a head, prediction agreement); ``row.to_dict()`` is ``{"anchors": n, route: [mean, std], ...}``.
     n_anchors_, n_features_source_, n_features_target_ : int
-    scale_ : float
-        The power of two both sides were multiplied by before fitting (``_scale.anchor_scale``): 1.0 unless their
-        magnitudes would overflow or underflow (1e+200, 1e-200); ``transform`` applies it and a translation
-        route's output is scaled back, so the answer is the one at the input's scale.
+    source_scale_, target_scale_ : float
+        The power of two each side was multiplied by before fitting (``_scale.anchor_scales``): 1.0 unless its
+        magnitudes would overflow or underflow (1e+200, 1e-200; 1e30 in float32); ``transform`` applies the
+        source's and scales a translation route's output back by the target's, so the answer is the one at the
+        input's scale, and a side scaled alone gives the same map up to its scale.
     dead_features_, dead_values_ : list of int, list of float
         Target features whose spread over the anchors is at most ``1e-6`` of the largest's (``_dead``): a
         translation route outputs their anchor mean there, so a consumer that standard-scales each feature does
@@ -250,17 +252,20 @@ class Bridge(Persistable, BaseEstimator):
             target = take_rows(target, matched_order(source_ids, target_ids, source, target))
             t = as_float_tensor(target, "target")
         check_same_rows(s, t, "source", "target")
+        check_varies(s, "source")
+        check_varies(t, "target")
         if s.device != t.device:
             raise ValueError(f"source is on device {s.device} but target is on {t.device}; move them to one device")
         self.n_anchors_ = s.shape[0]
         self.n_features_source_, self.n_features_target_ = s.shape[1], t.shape[1]
         parts = kfold(self.n_anchors_, self.cv, self.seed, name="cv", min_rows=MIN_PER_FOLD)
-        self.scale_ = anchor_scale(s, t)  # a power of two: 1.0 unless the magnitudes would overflow or underflow
-        reference = None if head is None else predictions(head, target)
-        head = None if head is None else head_at_scale(head, self.scale_, target.dtype)
+        # powers of two, one per side: 1.0 unless a side's magnitudes would overflow or underflow (_scale)
+        self.source_scale_, self.target_scale_ = anchor_scales(s, t)
+        reference = None if head is None else head_labels(head, target)
+        head = None if head is None else head_at_scale(head, self.target_scale_, target.dtype)
         pool, self._quiet_notes = pool_rows(target_pool, t, self.seed)  # said in notes_, not warned
-        source, target = rescale(source, self.scale_), rescale(target, self.scale_)
-        extra = None if pool is None else rescale(pool, self.scale_)
+        source, target = rescale(source, self.source_scale_), rescale(target, self.target_scale_)
+        extra = None if pool is None else rescale(pool, self.target_scale_)
         score = CONSUMER_SCORES[self.consumer]
         anchors = Anchors(source, target, parts, self.seed, head, reference, score, extra=extra)
         if anchors.scored < len(parts):
@@ -270,7 +275,7 @@ class Bridge(Persistable, BaseEstimator):
                 f"scored at most (each map fitted on the other folds, {anchors.n_train:,}+ anchors)"
             )
         self.dead_features_ = anchors.dead.tolist()  # held at their anchor mean by a translation route (_dead)
-        self.dead_values_ = (anchors.target64[:, anchors.dead].mean(dim=0) / self.scale_).tolist()
+        self.dead_values_ = (anchors.target64[:, anchors.dead].mean(dim=0) / self.target_scale_).tolist()
         self._warn_inputs(s, t, anchors)
         return anchors
 
@@ -278,7 +283,7 @@ class Bridge(Persistable, BaseEstimator):
         """Say (``BridgeWarning``, and later in ``notes_``) what makes the scores less trustworthy than they look:
         anchor pairs that repeat (they leak across folds) and budget counts that cannot be drawn."""
         counts = budget_counts(self.budget)
-        self._input_notes = input_notes(s, t, counts, usable_counts(counts, anchors), anchors.n_train)
+        self._input_notes = input_notes(s, t, counts, usable_counts(counts, anchors), anchors.n_train, self.seed)
         for note in self._input_notes:
             warnings.warn(note, BridgeWarning, stacklevel=4)
 
@@ -345,11 +350,11 @@ class Bridge(Persistable, BaseEstimator):
         return self._bridge_rows(source)
 
     def _bridge_rows(self, source: ArrayLike) -> ArrayLike:
-        scale = getattr(self, "scale_", 1.0)
-        out = self.estimator_.transform(rescale(source, scale))
+        out = self.estimator_.transform(rescale(source, getattr(self, "source_scale_", 1.0)))
         if self.family_ == "relative":
             return out
-        return hold(rescale(out, 1.0 / scale), getattr(self, "dead_features_", []), getattr(self, "dead_values_", []))
+        out = rescale(out, 1.0 / getattr(self, "target_scale_", 1.0))
+        return hold(out, getattr(self, "dead_features_", []), getattr(self, "dead_values_", []))
 
     def transform_target(self, target: ArrayLike) -> ArrayLike:
         """What the consumer of a bridged vector is trained on, from target vectors (n, q): the vectors themselves
@@ -358,7 +363,7 @@ class Bridge(Persistable, BaseEstimator):
         self._check_width(target, self.n_features_target_, "target")
         if self.family_ != "relative":
             return target
-        target = rescale(target, getattr(self, "scale_", 1.0))
+        target = rescale(target, getattr(self, "target_scale_", 1.0))
         if is_dask_array(target):
             return map_rows(target, self.estimator_.transform_target, self._output_width(), "target")
         return self.estimator_.transform_target(target)
@@ -404,7 +409,7 @@ class Bridge(Persistable, BaseEstimator):
         and anchor count against the route table and the fitted estimator."""
         if "estimate_" not in vars(self):  # saved by a version before the quality estimate
             self.estimate_ = None
-        self.scale_ = check_scale(vars(self).get("scale_", 1.0))  # 1.0 for a bridge saved before it was recorded
+        self.source_scale_, self.target_scale_ = loaded_scales(vars(self))
         check_loaded(self, MIN_PER_FOLD)
         self.dead_features_, self.dead_values_ = check_dead(  # none held for a bridge saved before they were
             vars(self).get("dead_features_", []), vars(self).get("dead_values_", []), self.n_features_target_

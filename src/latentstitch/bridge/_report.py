@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from latentstitch._core.tables import table
 from latentstitch.bridge._results import RouteScore, Spread
 from latentstitch.bridge._select import rule_sentence
+from latentstitch.bridge._validate import UNPAIRED_FIX, UNPAIRED_FIX_CLI
 
 _SCORE_COLUMNS = (
     ("mrr", "MRR"),
@@ -152,7 +153,7 @@ def bridge_report(bridge: Any, *, cli: bool = False, **about: Any) -> dict[str, 
         "title": f"Bridge: {bridge.n_features_source_}-d source -> {bridge.n_features_target_}-d target "
         f"({bridge.n_anchors_} anchor pairs)",
         "tables": tables,
-        "notes": [*notes, *bridge.notes_],
+        "notes": [*notes, *(note.replace(UNPAIRED_FIX, UNPAIRED_FIX_CLI) if cli else note for note in bridge.notes_)],
         "choice": {
             "route": bridge.route_,
             "family": bridge.family_,

@@ -1,12 +1,15 @@
-"""The anchors' scale: a bridge fitted on vectors of extreme magnitude (1e+200, 1e-200 in float64) works on them
-multiplied by one power of two, exactly, and gives its answers back at the input's scale.
+"""The anchors' scale: a bridge fitted on vectors of extreme magnitude (1e+200, 1e-200 in float64; a side alone at
+1e30) works on each side multiplied by its own power of two, exactly, and gives its answers back at the input's
+scale.
 
-Every route's selection score (MRR, cosine, R^2, agreement) is unchanged when both sides are scaled by one factor,
-and every translation route is equivariant to it (relative ridge units, standardisation, rotations): bridging
-``c x`` with the map fitted on ``(c X, c Y)`` gives ``c y``. A power of two ``c`` makes the scaling exact, so the
-answer is the one the unscaled inputs would give if their Gram matrices did not overflow or underflow. Inputs
-whose largest magnitude lies in ``[2^-64, 2^64]`` (float64) or ``[2^-24, 2^24]`` (float32 and narrower, whose
-squares and sums of squares must stay clear of float32's 2^-126 and 2^128) are left as they are (``scale_ = 1.0``).
+Every route's selection score (MRR, cosine, R^2, agreement) is unchanged when either side is scaled by a factor, and
+every translation route is equivariant to it (relative ridge units, standardisation, rotations with a fitted
+scale): bridging ``a x`` with the map fitted on ``(a X, b Y)`` gives ``b y``. A power of two makes the scaling
+exact, so the answer is the one at ordinary magnitudes, scaled, instead of one bent by Gram matrices that overflow
+or underflow. Each side is scaled alone, so a source scaled alone gives the same map up to its scale (one factor
+for both sides would push the other side towards under- or overflow). A side whose largest magnitude lies in
+``[2^-64, 2^64]`` (float64) or ``[2^-24, 2^24]`` (float32 and narrower, whose squares and sums of squares must stay
+clear of float32's 2^-126 and 2^128) is left as it is (its scale 1.0).
 """
 
 from __future__ import annotations
@@ -24,27 +27,22 @@ from latentstitch._core.numerics import power_of_two_scale
 #: narrower, whose fold moments and eigendecompositions run in the data's precision).
 SAFE = 2.0**64
 SAFE_NARROW = 2.0**24
-#: The most two sides' largest magnitudes may differ by for one common factor to keep both clear of over/underflow.
-SPREAD = 2.0**128
 
 
-def anchor_scale(s: torch.Tensor, t: torch.Tensor) -> float:
-    """The power of two both sides are multiplied by before fitting: 1.0 unless the largest magnitude over both
-    lies outside ``[1 / SAFE, SAFE]`` (``SAFE_NARROW`` unless a side is float64); a ValueError when the two sides
-    are too far apart for one factor."""
-    tops = [float(x.detach().abs().amax()) if x.numel() else 0.0 for x in (s, t)]
-    top = max(tops)
-    safe = SAFE if torch.float64 in (s.dtype, t.dtype) else SAFE_NARROW
+def side_scale(x: torch.Tensor, safe: float) -> float:
+    """The power of two one side is multiplied by before fitting: 1.0 unless its largest magnitude lies outside
+    ``[1 / safe, safe]``."""
+    top = float(x.detach().abs().amax()) if x.numel() else 0.0
     if not math.isfinite(top) or top == 0.0 or 1.0 / safe <= top <= safe:
         return 1.0  # NaN/inf and all-zero anchors are refused or reported by the checks that follow
-    low = min(tops)
-    if low > 0.0 and top / low > SPREAD:
-        raise ValueError(
-            f"source, target: their largest magnitudes ({tops[0]:.3g} and {tops[1]:.3g}) are too far apart to rescale "
-            "both by one factor without overflow or underflow; rescale one side (a bridge is equivariant to scaling "
-            "both sides together)"
-        )
     return float(power_of_two_scale(torch.tensor(top, dtype=torch.float64)))
+
+
+def anchor_scales(s: torch.Tensor, t: torch.Tensor) -> tuple[float, float]:
+    """The powers of two the source and the target are multiplied by before fitting (``side_scale``; ``SAFE``
+    when a side is float64, the fits then run in float64, else ``SAFE_NARROW``)."""
+    safe = SAFE if torch.float64 in (s.dtype, t.dtype) else SAFE_NARROW
+    return side_scale(s, safe), side_scale(t, safe)
 
 
 def rescale(x: Any, scale: float) -> Any:
@@ -68,10 +66,21 @@ def head_at_scale(head: Callable[[Any], Any], scale: float, dtype: Any) -> Calla
     return read
 
 
-def check_scale(value: Any) -> float:
-    """A loaded bridge's ``scale_``: a positive power of two (1.0 for a bridge saved before it was recorded)."""
+def check_scale(value: Any, name: str = "scale_") -> float:
+    """A loaded bridge's scale of one side: a positive power of two."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"scale_: expected a positive power of two, got {value!r}")
+        raise ValueError(f"{name}: expected a positive power of two, got {value!r}")
     if math.frexp(value)[0] != 0.5:
-        raise ValueError(f"scale_: expected a positive power of two, got {value!r}")
+        raise ValueError(f"{name}: expected a positive power of two, got {value!r}")
     return float(value)
+
+
+def loaded_scales(state: dict[str, Any]) -> tuple[float, float]:
+    """A loaded bridge's ``source_scale_`` and ``target_scale_`` from its learned ``state`` (``vars``): 1.0 for a
+    bridge saved before they were recorded, and one ``scale_`` for both sides for a bridge saved while one factor
+    scaled both (``scale_`` is taken out of ``state``)."""
+    common = check_scale(state.pop("scale_", 1.0))
+    return (
+        check_scale(state.get("source_scale_", common), "source_scale_"),
+        check_scale(state.get("target_scale_", common), "target_scale_"),
+    )

@@ -19,7 +19,9 @@ from sklearn.base import BaseEstimator
 
 from latentstitch._core.arrays import as_float_tensor, to_numpy
 from latentstitch._core.persist import registered_classes
-from latentstitch.bridge._routes import FAMILIES, ROUTES, RouteSpec, get_route
+from latentstitch.bridge._routes import FAMILIES, RouteSpec, get_route
+from latentstitch.bridge._scores import predictions
+from latentstitch.similarity import UNPAIRED_P, pairing_p_value
 
 
 def as_anchor_array(x: Any, name: str) -> Any:
@@ -47,6 +49,17 @@ def check_route_methods(specs: Sequence[RouteSpec]) -> None:
             )
 
 
+def check_varies(x: torch.Tensor, name: str) -> None:
+    """One side of the anchors, refused when every feature is constant over them (all rows equal): no route can
+    learn a map from or to it. Constant *features* beside varying ones are fine (a target's are held at their anchor
+    value: ``_dead``)."""
+    if x.shape[0] > 1 and x.shape[1] > 0 and not bool((x != x[0]).any()):
+        raise ValueError(
+            f"{name}: every feature is constant over the {x.shape[0]} anchors (all rows are equal), so no route can "
+            f"be fitted; pass the model's vectors of {x.shape[0]} different items"
+        )
+
+
 def repeated_pairs(source: torch.Tensor, target: torch.Tensor) -> int:
     """How many anchor pairs (source row, target row) repeat an earlier pair exactly."""
     if source.shape[0] < 2:
@@ -55,10 +68,16 @@ def repeated_pairs(source: torch.Tensor, target: torch.Tensor) -> int:
     return int(source.shape[0] - torch.unique(rows.cpu(), dim=0).shape[0])
 
 
-def input_notes(source: torch.Tensor, target: torch.Tensor, counts: list[int], usable: list[int], n_train: int):
-    """What makes a bridge's scores less trustworthy than they look, in words: anchor pairs that repeat (they leak
-    across folds) and anchor-budget counts that cannot be drawn from the training folds."""
+def input_notes(
+    source: torch.Tensor, target: torch.Tensor, counts: list[int], usable: list[int], n_train: int, seed: int = 0
+):
+    """What makes a bridge's scores less trustworthy than they look, in words: rows that look unpaired (compare's
+    check: ``similarity.pairing_p_value``), anchor pairs that repeat (they leak across folds) and anchor-budget
+    counts that cannot be drawn from the training folds."""
     notes = []
+    p_value = pairing_p_value(source, target, seed)
+    if p_value is not None and p_value >= UNPAIRED_P:
+        notes.append(unpaired_note(p_value))
     repeats = repeated_pairs(source, target)
     if repeats:
         notes.append(repeated_pairs_note(repeats, source.shape[0]))
@@ -66,6 +85,19 @@ def input_notes(source: torch.Tensor, target: torch.Tensor, counts: list[int], u
     if dropped:
         notes.append(dropped_budget_note(dropped, n_train - 1))
     return notes
+
+
+#: How a Python caller matches rows by id; the command line says ``UNPAIRED_FIX_CLI`` instead (``bridge_report``).
+UNPAIRED_FIX = "match them by id (fit(..., source_ids=, target_ids=))"
+UNPAIRED_FIX_CLI = "match them by id (--id-column)"
+
+
+def unpaired_note(p_value: float) -> str:
+    return (
+        f"source, target: the rows look unpaired: linear CKA between the two sides is no higher than with the target's "
+        f"rows shuffled (closed-form permutation p = {p_value:.2g} >= {UNPAIRED_P}), so row i of each may not hold "
+        f"the same item. Check the row order of both, or {UNPAIRED_FIX}."
+    )
 
 
 def repeated_pairs_note(count: int, n: int) -> str:
@@ -85,26 +117,49 @@ def dropped_budget_note(dropped: list[int], usable_max: int) -> str:
     )
 
 
-def check_class_labels(labels: Any, n: int) -> np.ndarray:
+def check_class_labels(labels: Any, n: int, name: str = "labels", rows: str = "one per row of x") -> np.ndarray:
     """Class labels for a classification head: one per row, no NaN, discrete (strings, integers, booleans, or
-    floats with integer values); a one-line error naming ``labels`` otherwise."""
-    y = to_numpy(labels, "labels") if isinstance(labels, torch.Tensor) else np.asarray(labels)
+    floats with integer values; an object array of strings, or of integers, as scikit-learn's ``predict`` returns
+    for labels read with pandas); a one-line error naming ``name`` otherwise."""
+    y = to_numpy(labels, name) if isinstance(labels, torch.Tensor) else np.asarray(labels)
     if y.ndim != 1 or y.shape[0] != n:
-        raise ValueError(f"labels: expected {n} labels (one per row of x), got shape {y.shape}")
+        raise ValueError(f"{name}: expected {n} labels ({rows}), got shape {y.shape}")
     if y.dtype.kind == "f":
         if not np.isfinite(y).all():
             bad = int(np.flatnonzero(~np.isfinite(y))[0])
-            raise ValueError(f"labels: expected class labels, got NaN or inf (first at row {bad}); drop those rows")
+            raise ValueError(f"{name}: expected class labels, got NaN or inf (first at row {bad}); drop those rows")
         if not np.array_equal(y, np.round(y)):
             raise ValueError(
-                "labels: expected class labels (strings or integers), got continuous values "
+                f"{name}: expected class labels (strings or integers), got continuous values "
                 f"(e.g. {float(y[np.flatnonzero(y != np.round(y))[0]])!r}); a head classifies, it does not regress"
             )
-    elif y.dtype.kind == "O" and any(v is None or (isinstance(v, float) and not np.isfinite(v)) for v in y):
-        raise ValueError("labels: expected class labels, got None or NaN; drop those rows")
+    elif y.dtype.kind == "O":
+        y = _object_labels(y, name)
     elif y.dtype.kind not in "biuUS":
-        raise TypeError(f"labels: expected class labels (strings or integers), got values of dtype {y.dtype}")
+        raise TypeError(f"{name}: expected class labels (strings or integers), got values of dtype {y.dtype}")
     return y
+
+
+def _object_labels(y: np.ndarray, name: str) -> np.ndarray:
+    """An object array of labels: strings only (kept as they are, as scikit-learn takes them), or integers only
+    (booleans only), returned as an integer (boolean) array, which scikit-learn's classifiers need."""
+    if any(v is None or (isinstance(v, float) and not np.isfinite(v)) for v in y):
+        raise ValueError(f"{name}: expected class labels, got None or NaN; drop those rows")
+    if all(isinstance(v, str) for v in y):
+        return y
+    if all(isinstance(v, (bool, np.bool_)) for v in y):
+        return y.astype(bool)
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in y):
+        return y.astype(np.int64)
+    kinds = sorted({type(v).__name__ for v in y})
+    raise TypeError(
+        f"{name}: expected class labels, all strings or all integers, got an object array of {', '.join(kinds)}"
+    )
+
+
+def head_labels(head: Any, target: Any) -> np.ndarray:
+    """The head's class of each target anchor (``predictions``), checked as class labels naming ``head``."""
+    return check_class_labels(predictions(head, target), target.shape[0], "head", "one prediction per target anchor")
 
 
 # --- saving and loading ---------------------------------------------------------------------------------------------
@@ -167,10 +222,15 @@ def check_loaded(bridge: Any, min_per_fold: int) -> None:
     chosen = rows[bridge.route_]
     if bridge.family_ not in FAMILIES or bridge.family_ != chosen.family:
         raise ValueError(f"family_: {bridge.family_!r}, but route {bridge.route_!r} is a {chosen.family} route")
-    if bridge.route_ in ROUTES or bridge.route_.startswith("relative_"):
-        registered = get_route(bridge.route_).family
-        if registered != bridge.family_:
-            raise ValueError(f"family_: {bridge.family_!r}, but route {bridge.route_!r} is registered as {registered}")
+    spec = _registered(bridge.route_)
+    if spec.family != bridge.family_:
+        raise ValueError(f"family_: {bridge.family_!r}, but route {bridge.route_!r} is registered as {spec.family}")
+    built = type(spec.build())
+    if type(bridge.estimator_) is not built:
+        raise ValueError(
+            f"estimator_: a {type(bridge.estimator_).__name__}, but route {bridge.route_!r} builds a "
+            f"{built.__name__}: the file was changed after it was saved"
+        )
     marked = [row.route for row in bridge.routes_ if row.chosen]
     if marked != [bridge.route_]:
         raise ValueError(f"route_: {bridge.route_!r}, but the route table marks {marked or 'no route'} as chosen")
@@ -185,6 +245,17 @@ def check_loaded(bridge: Any, min_per_fold: int) -> None:
             f"n_anchors_: {bridge.n_anchors_}, but cv={bridge.cv} folds need at least {bridge.cv * min_per_fold}"
         )
     _check_estimator(bridge)
+
+
+def _registered(route: str) -> RouteSpec:
+    """The registered route a loaded bridge names; a bridge can only have chosen a registered one."""
+    try:
+        return get_route(route)
+    except ValueError:
+        raise ValueError(
+            f"route_: {route!r} is not a registered route, so the file was changed after it was saved (a route "
+            "added with latentstitch.bridge.register_route must be registered again before loading)"
+        ) from None
 
 
 def _check_estimator(bridge: Any) -> None:

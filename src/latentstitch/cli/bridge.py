@@ -210,7 +210,9 @@ def fit(args: argparse.Namespace) -> int:
         budget=None if args.no_budget else tuple(args.budget),
         consumer=args.consumer,
     )
-    with warnings.catch_warnings(), option_errors(options):
+    # and a side's errors (every feature constant) name its file
+    files = {"source": f"SOURCE ({str(args.source)!r})", "target": f"TARGET ({str(args.target)!r})"}
+    with warnings.catch_warnings(), option_errors({**options, **files}):
         warnings.simplefilter("ignore", BridgeWarning)  # its content is in the report's notes, printed below
         bridge.fit(source, target, target_pool=pool, progress=not args.quiet)
     bridge.save(output)

@@ -30,7 +30,6 @@ from latentstitch.cli.options import (
 )
 
 HELP = "similarity indices between two embedding files of the same items"
-UNPAIRED_P = 0.05  # every permutation p-value at least this: the rows look unpaired
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,7 +72,7 @@ def main(args: argparse.Namespace) -> int:
 
     from latentstitch._core.progress import new_progress
     from latentstitch._core.tables import print_tables, table, write_json
-    from latentstitch.similarity import MEASURES, SmallSampleWarning, compare
+    from latentstitch.similarity import MEASURES, UNPAIRED_P, SmallSampleWarning, compare, pairing_p_value
 
     if args.measures is not None:
         for name in args.measures:
@@ -84,7 +83,7 @@ def main(args: argparse.Namespace) -> int:
     progress = new_progress(console=Console(stderr=True), transient=True, disable=args.quiet)
     with progress, warnings.catch_warnings():
         warnings.simplefilter("ignore", SmallSampleWarning)  # the table's notes say which values are not shown
-        pairing = pairing_check(a, b, args.seed)
+        pairing = pairing_p_value(a, b, args.seed)
         result = compare(
             a,
             b,
@@ -147,22 +146,6 @@ def main(args: argparse.Namespace) -> int:
         write_json(payload, report_path)
         print(f"written: {report_path}")
     return 0
-
-
-def pairing_check(a, b, seed: int) -> float | None:
-    """The closed-form permutation p-value of linear CKA between A and B (None below 8 rows or when undefined)."""
-    import warnings
-
-    from latentstitch.similarity import permutation_test
-
-    if a.shape[0] < 8:
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return permutation_test(a, b, "linear_cka", method="moments", seed=seed).p_value
-    except ValueError:  # a constant side: CKA is undefined, the measures say so themselves
-        return None
 
 
 def measure_row(result, name: str, value: float | None, test: dict | None, permutations: int) -> list:

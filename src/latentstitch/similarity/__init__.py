@@ -20,7 +20,12 @@ from latentstitch.similarity._heatmap import heatmap
 from latentstitch.similarity._pairwise import pairwise
 from latentstitch.similarity.inference._bootstrap import BootstrapCI, bootstrap_ci
 from latentstitch.similarity.inference._pairwise_test import PairwiseTest, pairwise_test
-from latentstitch.similarity.inference._permutation_test import PermutationTest, permutation_test
+from latentstitch.similarity.inference._permutation_test import (
+    UNPAIRED_P,
+    PermutationTest,
+    pairing_p_value,
+    permutation_test,
+)
 from latentstitch.similarity.inference._resampling import row_weights
 from latentstitch.similarity.layers._cluster import layer_moments_on_cluster
 from latentstitch.similarity.layers._moments import LayerMoments
@@ -81,6 +86,7 @@ __all__ = [
     "LAYER_MEASURES",
     "MEASURES",
     "SAME_SPACE_MEASURES",
+    "UNPAIRED_P",
     "BootstrapCI",
     "Comparison",
     "LayerMoments",
@@ -132,6 +138,7 @@ __all__ = [
     "minibatch_cka",
     "mrr",
     "mutual_knn",
+    "pairing_p_value",
     "pairwise",
     "pairwise_test",
     "permutation_metric",
@@ -147,5 +154,4 @@ __all__ = [
     "second_order_cosine",
     "shape_metric_angular",
     "svcca",
-    "top_k",
 ]

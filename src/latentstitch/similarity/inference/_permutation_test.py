@@ -291,6 +291,30 @@ def permutation_test(
     )
 
 
+#: At or above this p-value of linear CKA's permutation test (``pairing_p_value``), two representations' rows look
+#: unpaired: no more alike than with their rows shuffled.
+UNPAIRED_P = 0.05
+#: Below this many rows the pairing is not checked (too few orders for the closed form).
+PAIRING_FROM = 8
+
+
+def pairing_p_value(x: ArrayLike, y: ArrayLike, seed: int = 0) -> float | None:
+    """Are the rows of x and y paired (row i of each the same item)? The closed-form permutation p-value of linear
+    CKA (``permutation_test(..., method="moments")``: no permutation drawn); ``UNPAIRED_P`` or more says the rows
+    look unpaired. None below ``PAIRING_FROM`` rows or where linear CKA is undefined (a constant side)."""
+    import warnings
+
+    seed = check_seed(seed)
+    if len(x) < PAIRING_FROM:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return permutation_test(x, y, "linear_cka", method="moments", seed=seed).p_value
+    except ValueError:  # a constant side: CKA is undefined, and callers say so in their own words
+        return None
+
+
 def _closed_form_result(spec, xt, yt, options, seed, trivial) -> PermutationTest:
     closed = closed_form_test(spec, xt, yt, options, seed)
     value = closed.value
