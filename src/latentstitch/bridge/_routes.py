@@ -59,14 +59,11 @@ from latentstitch.stitching import (
 
 
 class Family:
-    """Everything in which the routes of one family differ, in one place: the methods their estimators need, what a
-    bridge's ``transform`` and ``transform_target`` return, and what is scored of a held-out anchor while
-    cross-validating (``anchors``: the bridge's ``_crossval.Anchors``, which knows how to score). One instance per
-    family (``family_of``)."""
+    """Everything in which the routes of one family differ, in one place: what a bridge's ``transform`` and
+    ``transform_target`` return, and what is scored of a held-out anchor while cross-validating (``anchors``: the
+    bridge's ``_crossval.Anchors``, which knows how to score). One instance per family (``family_of``)."""
 
     name: ClassVar[str]
-    #: The methods a bridge calls on the route's estimator.
-    methods: ClassVar[tuple[str, ...]]
     #: Whether the route's parameter settings are compared by ``_trials.setting_scores`` (bridged target vectors).
     fast_trials: ClassVar[bool] = False
 
@@ -109,7 +106,6 @@ class Translation(Family):
     """``transform`` returns vectors in the target's absolute space: the old model's head or index reads them."""
 
     name = "translation"
-    methods = ("fit", "transform")
     fast_trials = True
 
     def output_width(self, n_anchors: int, n_features_target: int) -> int:
@@ -141,7 +137,6 @@ class Relative(Family):
     once on the target's relative vectors."""
 
     name = "relative"
-    methods = ("fit", "transform", "transform_target")
 
     def output_width(self, n_anchors: int, n_features_target: int) -> int:
         return n_anchors
