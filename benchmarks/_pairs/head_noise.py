@@ -32,7 +32,7 @@ import warnings
 
 import numpy as np
 
-from benchmarks._pairs.library import HEADS, _Fitted, _recording_bridge
+from benchmarks._pairs.library import HEADS, _Fitted, held_out_classes, held_out_hits
 from benchmarks._pairs.shipped import TOLERANCE
 
 DRAWS = 200
@@ -63,21 +63,21 @@ def _refitted(ctx, anchors: np.ndarray, seed: int, consumer: str, head=None):
     each with the parameter that fit chose for it; and, with a head, what a rule reading agreement sees: the head's
     class of each held-out anchor's true vector and each route's per-anchor agreement (same order), else None."""
     from benchmarks._pairs.runs import route_names
-    from latentstitch.bridge import get_route
+    from latentstitch.bridge import Bridge, get_route
 
     s, t = ctx.s[anchors], ctx.t[anchors]
     views = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bridge = _recording_bridge()(routes=route_names(), consumer=consumer, seed=seed).fit(s, t, head=head)
+        bridge = Bridge(routes=route_names(), consumer=consumer, seed=seed).fit(s, t, head=head)
         for row in bridge.routes_:
             if not row.error:
                 spec = get_route(row.route)
                 views.append((row.route, _Fitted(spec.build(**row.params).fit(s, t), spec.family, bridge)))
-    if bridge.classes_seen_ is None:
+    classes = held_out_classes(bridge)
+    if classes is None:
         return views, None
-    bits = {route: seen["agreement"] for route, seen in bridge.items_seen_.items() if "agreement" in seen}
-    return views, (bridge.classes_seen_, bits)
+    return views, (classes, held_out_hits(bridge))
 
 
 def _row_of(names: list[str], route: str, kind: str) -> int:

@@ -16,7 +16,8 @@ Per run (ordered pair, anchor budget, seed), on the run's anchors:
 - ``routes``: every route of the "index/all" fit with the parameters the library chose for it, refitted on all the
   anchors and measured by the same consumers (the per-route consumer table; "best route" = the best of these);
 - ``items``: per fit, every route's held-out per-anchor hits (``hit_k``, with a head ``agreement``) as 0/1 strings,
-  the chosen route's first (for studying the estimate's interval without refitting).
+  the chosen route's first (for studying the estimate's interval without refitting), read from the bridge's
+  ``cv_results_``; ``parts``: the held-out anchors scored per fold (the estimate's fold sizes).
 """
 
 from __future__ import annotations
@@ -32,26 +33,32 @@ CONSUMERS = ("index", "scaled_head", "raw_head")
 HEADS = {"scaled_head": "lr", "raw_head": "lr_raw"}
 
 
-def _recording_bridge():
-    from latentstitch.bridge import Bridge
+def _scored_folds(bridge) -> int:
+    return sum(1 for key in bridge.cv_results_ if key.startswith("split") and key.endswith("_test_score"))
 
-    class RecordingBridge(Bridge):
-        """``Bridge`` that also keeps every route's held-out per-item hits (the benchmark's view of the fit) and,
-        with a head, the head's class of each held-out anchor's true target vector (``classes_seen_``, same order)."""
 
-        def _choose(self, results, budget, anchors):
-            chosen = super()._choose(results, budget, anchors)
-            self.items_seen_ = {
-                r.score.route: {k: r.items[k] for k in ("hit_k", "agreement") if r.items and k in r.items}
-                for r in results
-                if r.items is not None
-            }
-            self.parts_seen_ = [len(p) for p in anchors.parts]
-            reference = anchors.reference
-            self.classes_seen_ = None if reference is None else np.concatenate([reference[q] for q in anchors.queries])
-            return chosen
+def held_out_hits(bridge) -> dict[str, np.ndarray]:
+    """Every fitted route's held-out per-anchor values from ``bridge.cv_results_``, fold after fold: with a head,
+    its agreement; without, the Recall@k hit (what ``estimate_`` averages)."""
+    cv, folds = bridge.cv_results_, _scored_folds(bridge)
+    return {
+        route: np.concatenate([np.asarray(cv[f"split{k}_test_hits"][i], dtype=np.float64) for k in range(folds)])
+        for i, route in enumerate(cv["route"])
+        if cv["split0_test_hits"][i] is not None
+    }
 
-    return RecordingBridge
+
+def held_out_classes(bridge) -> np.ndarray | None:
+    """With a head, its class of each held-out anchor's true target vector (the order of ``held_out_hits``)."""
+    cv, folds = bridge.cv_results_, _scored_folds(bridge)
+    if "split0_test_classes" not in cv:
+        return None
+    return np.concatenate([np.asarray(cv[f"split{k}_test_classes"][0]) for k in range(folds)])
+
+
+def held_out_sizes(bridge) -> list[int]:
+    """The held-out anchors scored per fold."""
+    return [len(bridge.cv_results_[f"split{k}_test_rows"][0]) for k in range(_scored_folds(bridge))]
 
 
 def pool_recall(sims_own_rank: np.ndarray, n: int, pool: int, k: int) -> float:
@@ -111,17 +118,19 @@ def _bits(values) -> str:
     return "".join("1" if v > 0.5 else "0" for v in np.asarray(values).ravel())
 
 
-def fit_record(bridge_cls, ctx, anchors, seed, consumer, routes, realise, head_name=None, pool=None) -> dict:
+def fit_record(ctx, anchors, seed, consumer, routes, realise, head_name=None, pool=None) -> dict:
+    from latentstitch.bridge import Bridge
+
     started = time.perf_counter()
     s, t = ctx.s[anchors], ctx.t[anchors]
     head = None if head_name is None else ctx.target_heads[head_name].predict
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bridge = bridge_cls(routes=routes, consumer=consumer, seed=seed).fit(s, t, head=head, target_pool=pool)
+        bridge = Bridge(routes=routes, consumer=consumer, seed=seed).fit(s, t, head=head, target_pool=pool)
     seconds = time.perf_counter() - started
     chosen = next(r for r in bridge.routes_ if r.chosen)
-    metric = "agreement" if head_name else "hit_k"
-    order = [bridge.route_, *[r for r in bridge.items_seen_ if r != bridge.route_]]
+    hits = held_out_hits(bridge)
+    order = [bridge.route_, *[r for r in hits if r != bridge.route_]]
     record = {
         "route": bridge.route_,
         "family": bridge.family_,
@@ -140,8 +149,8 @@ def fit_record(bridge_cls, ctx, anchors, seed, consumer, routes, realise, head_n
             }
             for r in bridge.routes_
         ],
-        "items": {r: _bits(bridge.items_seen_[r][metric]) for r in order if metric in bridge.items_seen_[r]},
-        "parts": bridge.parts_seen_,
+        "items": {r: _bits(hits[r]) for r in order if r in hits},
+        "parts": held_out_sizes(bridge),
     }
     return record, bridge
 
@@ -221,7 +230,6 @@ def library_record(
     ctx, anchors: np.ndarray, seed: int, all_routes: list[str], kinds=KINDS, done: dict | None = None, log=print
 ) -> dict:
     """The fits of ``kinds`` missing from ``done`` (a record from the cache), added to it."""
-    bridge_cls = _recording_bridge()
     realise = Realiser(ctx)
     out: dict = done or {"fits": {}, "routes": []}
     for kind in kinds:
@@ -231,7 +239,7 @@ def library_record(
         head = HEADS[consumer] if routes == "head" else None
         chosen = all_routes if routes == "all" else "auto"
         pool = ctx.t if routes == "pool" else None
-        record, bridge = fit_record(bridge_cls, ctx, anchors, seed, consumer, chosen, realise, head, pool)
+        record, bridge = fit_record(ctx, anchors, seed, consumer, chosen, realise, head, pool)
         out["fits"][kind] = record
         log(f"    {kind}: {record['route']} {record['seconds']:.1f}s", flush=True)
         if kind == "index/all":

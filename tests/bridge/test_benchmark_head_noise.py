@@ -73,3 +73,25 @@ def test_balanced_agreement_weighs_classes_equally():
     assert names[rows["agreement"]] == "keeps_the_big_class"  # 0.90 vs 0.90: the earlier route on a tie
     assert names[rows["balanced"]] == "keeps_both"
     assert rows["fixed procrustes"] == 3 and "fixed ridge_raw" not in rows
+
+
+def test_the_rules_read_a_fits_held_out_agreement_from_cv_results():
+    from sklearn.linear_model import LogisticRegression
+    from synthetic_pairs import angle_preserving_per_class
+
+    from benchmarks._pairs.head_noise import rule_rows
+    from benchmarks._pairs.library import held_out_classes, held_out_hits, held_out_sizes
+    from latentstitch.bridge import Bridge
+
+    source, target, labels = angle_preserving_per_class(3, n=100)
+    head = LogisticRegression(max_iter=500).fit(target, labels)
+    bridge = Bridge(routes=["ridge_raw", "procrustes", "relative_centered"]).fit(source, target, head=head.predict)
+    hits, classes = held_out_hits(bridge), held_out_classes(bridge)
+    assert held_out_sizes(bridge) == [20] * 5 and classes.shape == (100,)
+    assert set(hits) == {"ridge_raw", "procrustes", "relative_centered"}
+    for row in bridge.routes_:  # the per-anchor agreement is the route table's, fold by fold
+        assert float(np.mean(hits[row.route].reshape(5, 20).mean(axis=1))) == row.agreement[0]
+    names = [row.route for row in bridge.routes_]
+    picked = names[rule_rows(names, classes, hits)["agreement"]]
+    assert np.mean(hits[picked]) == np.mean(hits[bridge.route_])  # the library's pick, up to its MRR tie-break
+    assert held_out_classes(Bridge(routes="ridge_raw").fit(source, target)) is None

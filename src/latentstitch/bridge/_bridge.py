@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar
 
 from sklearn.base import BaseEstimator
@@ -26,23 +28,16 @@ from latentstitch.bridge._crossval import (
     matched_order,
     pass_through,
 )
-from latentstitch.bridge._dead import check_dead, hold
+from latentstitch.bridge._cv_results import check_cv_results, cv_results
+from latentstitch.bridge._dead import check_dead
 from latentstitch.bridge._diagnose import fit_notes
-from latentstitch.bridge._ensemble import ensemble_result
-from latentstitch.bridge._estimate import SAME_ITEMS, estimate, estimate_from_dict
+from latentstitch.bridge._estimate import QualityEstimate, estimate, estimate_from_dict
 from latentstitch.bridge._head import LinearHead
 from latentstitch.bridge._pool import pool_rows
-from latentstitch.bridge._results import BudgetRow, budget_rows, route_scores
-from latentstitch.bridge._routes import RouteSpec, get_route, resolve_routes
+from latentstitch.bridge._results import BudgetRow, RouteScore, budget_rows, route_scores
+from latentstitch.bridge._routes import Family, RouteSpec, family_of, get_route, resolve_routes
 from latentstitch.bridge._scale import anchor_scales, head_at_scale, loaded_scales, rescale
-from latentstitch.bridge._select import (
-    CONSUMER_SCORES,
-    CONSUMERS,
-    LEGACY_RULES,
-    SELECTION_RULE,
-    rule_sentence,
-    select_route,
-)
+from latentstitch.bridge._select import CONSUMER_SCORES, CONSUMERS, Criterion, select_route
 from latentstitch.bridge._validate import (
     as_anchor_array,
     check_class_labels,
@@ -71,6 +66,20 @@ def _fit_quietly(spec: RouteSpec, source: Any, target: Any, params: dict[str, An
         warnings.simplefilter("ignore", RankDeficiencyWarning)
         warnings.simplefilter("ignore", ConvergenceWarning)
         return spec.build(**params).fit(source, target)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What a fit decides from the routes' cross-validation (``Bridge._choose``): the criterion, the chosen route's
+    result, the route table (the chosen row marked), whether the choice is reliable, the quality estimate and the
+    per-fold results; ``fit`` sets the fitted attributes from it in one place."""
+
+    criterion: Criterion
+    chosen: RouteResult
+    rows: list[RouteScore]
+    reliable: bool
+    estimate: QualityEstimate
+    cv_results: dict[str, list]
 
 
 class BridgeWarning(UserWarning):
@@ -147,9 +156,17 @@ class Bridge(Persistable, BaseEstimator):
         (all target vectors given); ``value``, ``low``, ``high`` (90% bootstrap interval), ``to_dict()``.
     notes_ : list of str
         What was said while fitting (rank deficiency, reliability), in words.
+    cv_results_ : dict of lists
+        Every route's cross-validation fold by fold, as scikit-learn's searches give it (``_cv_results``): one
+        entry per route in ``routes_``'s order: ``route``, ``family``, ``params``, ``error``, ``split{k}_test_score``
+        (the selection score on fold k), ``mean_test_score``, ``std_test_score``, ``rank_test_score`` (1: the chosen
+        route), ``split{k}_test_rows`` (fold k's held-out anchors), ``split{k}_test_hits`` (1 or 0 per held-out
+        anchor: what ``estimate_`` averages) and, with a head, ``split{k}_test_classes`` (the head's class of each).
+        None for a bridge saved before it was recorded.
     budget_ : list of BudgetRow or None
-        One row per anchor count: ``anchors``, and ``scores``: route name -> (mean, std) of the held-out MRR (or,
-        with a head, prediction agreement); ``row.to_dict()`` is ``{"anchors": n, route: [mean, std], ...}``.
+        One row per anchor count: ``anchors``, and ``scores``: route name -> (mean, std) of the held-out selection
+        score (``selection_score_``: MRR by default, prediction agreement with a head); ``row.to_dict()`` is
+        ``{"anchors": n, route: [mean, std], ...}``.
     n_anchors_, n_features_source_, n_features_target_ : int
     source_scale_, target_scale_ : float
         The power of two each side was multiplied by before fitting (``_scale.anchor_scales``): 1.0 unless its
@@ -236,9 +253,14 @@ class Bridge(Persistable, BaseEstimator):
         check_route_methods(specs)
         anchors = self._anchors(source, target, head, source_ids, target_ids, target_pool)
         results, budget, unconverged = self._cross_validate(specs, anchors, progress)
-        chosen = self._choose(results, budget, anchors)
-        self._say(results, anchors, unconverged)
-        self.estimator_ = _fit_quietly(get_route(self.route_), anchors.source, anchors.target, chosen.score.params)
+        choice = self._choose(results, anchors)
+        row = choice.chosen.score
+        self.criterion_, self.selection_score_ = choice.criterion.name, choice.criterion.score
+        self.routes_, self.route_, self.family_, self.reliable_ = choice.rows, row.route, row.family, choice.reliable
+        self.estimate_, self.budget_, self.cv_results_ = choice.estimate, budget, choice.cv_results
+        self.notes_ = [*getattr(self, "_input_notes", []), *getattr(self, "_quiet_notes", [])]
+        self.notes_ += self._say(results, anchors, unconverged)
+        self.estimator_ = _fit_quietly(get_route(self.route_), anchors.source, anchors.target, row.params)
         return self
 
     def _anchors(self, source, target, head, source_ids, target_ids, target_pool=None) -> Anchors:
@@ -293,8 +315,8 @@ class Bridge(Persistable, BaseEstimator):
         """Every route's cross-validation and the anchor-budget advice; the warnings their fits are expected to
         give (rank deficiency, heads that did not converge) are counted, not shown (their number is returned)."""
         counts = budget_counts(self.budget)
-        blend = any(spec.name == "ensemble" for spec in specs)
-        specs = [spec for spec in specs if spec.name != "ensemble"]
+        stacked = [spec for spec in specs if spec.stack is not None]  # scored from the others' results (ensemble)
+        specs = [spec for spec in specs if spec.stack is None]
         fits = len(specs) * anchors.scored * (1 + len(usable_counts(counts, anchors)))
         with progress_bar(progress) as bar, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RankDeficiencyWarning)
@@ -302,42 +324,40 @@ class Bridge(Persistable, BaseEstimator):
             task = None if bar is None else bar.add_task("bridge: cross-validating routes", total=fits)
             advance = (lambda: None) if bar is None else (lambda: bar.advance(task))
             results = [cross_validate_route(spec, anchors, advance=advance) for spec in specs]
-            stacked = ensemble_result(results, anchors) if blend else None
-            results += [stacked] if stacked is not None else []
+            results += [r for r in (spec.stack(results, anchors) for spec in stacked) if r is not None]
             budget = anchor_budget(specs, anchors, counts, advance)
         pass_through([w for w in caught if not issubclass(w.category, _EXPECTED)])
         return results, budget, sum(issubclass(w.category, ConvergenceWarning) for w in caught)
 
-    def _choose(self, results: list[RouteResult], budget: list[BudgetRow] | None, anchors: Anchors) -> RouteResult:
-        self.notes_ = list(getattr(self, "_input_notes", [])) + list(getattr(self, "_quiet_notes", []))
-        self.criterion_ = "agreement" if anchors.head is not None else "label-free"
-        self.selection_score_ = anchors.primary
-        chosen_row, self.reliable_ = select_route([result.score for result in results], anchors.primary)
+    def _choose(self, results: list[RouteResult], anchors: Anchors) -> Choice:
+        """The route the rule keeps (``select_route`` on the criterion's score), marked in the route table, with its
+        quality estimate and every route's per-fold results."""
+        criterion = anchors.criterion
+        rows = [result.score for result in results]
+        chosen_row, reliable = select_route(rows, criterion.score)
         chosen = next(result for result in results if result.score is chosen_row)
-        self.routes_ = [result.score for result in results]
-        for row in self.routes_:
+        for row in rows:
             row.chosen = row is chosen_row
-        self.route_, self.family_ = chosen_row.route, chosen_row.family
-        self.budget_ = budget
-        key = "agreement" if anchors.head is not None else "hit_k"
-        metric = "agreement" if anchors.head is not None else f"recall@{anchors.pool.k}"
+        key = criterion.item
         # the other routes compared on the same items: the estimate removes the winner's curse of that choice
         rivals = [
             r.items[key]
             for r in results
-            if r is not chosen and r.items is not None and key in r.items and anchors.primary in SAME_ITEMS
+            if r is not chosen and r.items is not None and key in r.items and criterion.same_items
         ]
         folds = [len(q) for q in anchors.queries]
-        self.estimate_ = estimate(chosen.items[key], metric, self.route_, anchors.pool.size, self.seed, folds, rivals)
-        return chosen
+        metric = criterion.metric(anchors.pool.k)
+        quality = estimate(chosen.items[key], metric, chosen_row.route, anchors.pool.size, self.seed, folds, rivals)
+        table = cv_results(results, criterion, anchors.queries, anchors.reference)
+        return Choice(criterion, chosen, rows, reliable, quality, table)
 
-    def _say(self, results: list[RouteResult], anchors: Anchors, unconverged: int) -> None:
-        """Everything worth saying about the fit, once, in words: in ``notes_`` and one ``BridgeWarning``."""
+    def _say(self, results: list[RouteResult], anchors: Anchors, unconverged: int) -> list[str]:
+        """Everything worth saying about the fit, once, in words: returned for ``notes_``, and one ``BridgeWarning``."""
         widths = (self.n_features_source_, self.n_features_target_)
         notes, warn = fit_notes(results, self.routes_, self.reliable_, anchors, widths, unconverged)
-        self.notes_ += notes
         if warn:
             warnings.warn(" ".join(warn), BridgeWarning, stacklevel=3)
+        return notes
 
     # --- use -----------------------------------------------------------------------------------------------------
     def transform(self, source: ArrayLike) -> ArrayLike:
@@ -345,28 +365,20 @@ class Bridge(Persistable, BaseEstimator):
         the input's type. A dask array gives a lazy dask array, bridged block by block."""
         check_is_fitted(self, "estimator_")
         self._check_width(source, self.n_features_source_, "source")
-        if is_dask_array(source):
-            return map_rows(source, self._bridge_rows, self._output_width(), "source")
-        return self._bridge_rows(source)
+        return self._apply(self._bridge_rows, source, "source")
 
     def _bridge_rows(self, source: ArrayLike) -> ArrayLike:
-        out = self.estimator_.transform(rescale(source, getattr(self, "source_scale_", 1.0)))
-        if self.family_ == "relative":
-            return out
-        out = rescale(out, 1.0 / getattr(self, "target_scale_", 1.0))
-        return hold(out, getattr(self, "dead_features_", []), getattr(self, "dead_values_", []))
+        scales = getattr(self, "source_scale_", 1.0), getattr(self, "target_scale_", 1.0)  # the source's, the target's
+        held = getattr(self, "dead_features_", []), getattr(self, "dead_values_", [])
+        return self._family().bridged(self.estimator_, source, scales, *held)
 
     def transform_target(self, target: ArrayLike) -> ArrayLike:
         """What the consumer of a bridged vector is trained on, from target vectors (n, q): the vectors themselves
         for a translation route, their relative vectors for a relative route (same type out; dask arrays too)."""
         check_is_fitted(self, "estimator_")
         self._check_width(target, self.n_features_target_, "target")
-        if self.family_ != "relative":
-            return target
-        target = rescale(target, getattr(self, "target_scale_", 1.0))
-        if is_dask_array(target):
-            return map_rows(target, self.estimator_.transform_target, self._output_width(), "target")
-        return self.estimator_.transform_target(target)
+        scale = getattr(self, "target_scale_", 1.0)
+        return self._family().consumer_input(self.estimator_, target, scale, partial(self._apply, side="target"))
 
     def fit_head(self, target: ArrayLike, labels: ArrayLike, **options: Any) -> LinearHead:
         """Train a ``LinearHead`` on the target's labelled vectors as the chosen route's consumer reads them
@@ -377,7 +389,16 @@ class Bridge(Persistable, BaseEstimator):
         return LinearHead(**options).fit(self.transform_target(target), labels)
 
     def _output_width(self) -> int:
-        return self.n_anchors_ if self.family_ == "relative" else self.n_features_target_
+        return self._family().output_width(self.n_anchors_, self.n_features_target_)
+
+    def _family(self) -> Family:
+        return family_of(self.family_)
+
+    def _apply(self, function: Callable[[Any], Any], rows: ArrayLike, side: str) -> ArrayLike:
+        """``function`` (row-wise, to the bridge's output width) on ``rows``; on a dask array, block by block."""
+        if is_dask_array(rows):
+            return map_rows(rows, function, self._output_width(), side)
+        return function(rows)
 
     @staticmethod
     def _check_width(x: Any, width: int, side: str) -> None:
@@ -391,11 +412,7 @@ class Bridge(Persistable, BaseEstimator):
     def selection_rule(self) -> str:
         """The rule this bridge was chosen by, in words (``latentstitch.bridge.select_route`` is its code)."""
         check_is_fitted(self, "routes_")
-        if not hasattr(self, "selection_score_"):  # saved by a version before the rule became select_route
-            return LEGACY_RULES[self.criterion_ == "agreement"]
-        return SELECTION_RULE.format(
-            rule=rule_sentence(self.selection_score_, with_head=self.criterion_ == "agreement")
-        )
+        return Criterion.of_bridge(self).rule()
 
     # --- persistence ---------------------------------------------------------------------------------------------
     def save(self, path: Any) -> None:
@@ -414,3 +431,5 @@ class Bridge(Persistable, BaseEstimator):
         self.dead_features_, self.dead_values_ = check_dead(  # none held for a bridge saved before they were
             vars(self).get("dead_features_", []), vars(self).get("dead_values_", []), self.n_features_target_
         )
+        saved = vars(self).get("cv_results_")  # None for a bridge saved before they were recorded
+        self.cv_results_ = None if saved is None else check_cv_results(saved, self)

@@ -22,7 +22,6 @@ import torch
 from latentstitch._core.arrays import as_float_tensor, take_rows
 from latentstitch._core.folds import training_rows
 from latentstitch._core.least_squares import RankDeficiencyWarning
-from latentstitch._core.numerics import matmul, unit_rows
 from latentstitch.bridge._dead import dead_features, hold
 from latentstitch.bridge._folds import Candidate, Fold, PartMoments
 from latentstitch.bridge._head import LinearHead
@@ -40,6 +39,7 @@ from latentstitch.bridge._relative_folds import RelativeCache
 from latentstitch.bridge._results import RouteScore
 from latentstitch.bridge._routes import RouteSpec
 from latentstitch.bridge._scores import chance_mrr, predictions
+from latentstitch.bridge._select import Criterion
 from latentstitch.bridge._trials import TRIAL_SCORES, setting_scores
 from latentstitch.embeddings import match_ids
 from latentstitch.relative import SPREAD_FLOOR, floored_spread
@@ -105,11 +105,12 @@ class Anchors:
         self.param_rows = [np.arange(len(q)) < max(2, round(len(q) * share)) for q in self.queries]
         rng = np.random.default_rng([self.seed, 11])
         self.others = [_other_items(q, len(s), rng) for q in self.queries]  # another anchor's partner
+        self.criterion = Criterion.of(self.score, self.head)
 
     @property
     def primary(self) -> str:
-        """The score the choice, each route's parameters and the anchor budget compare."""
-        return "agreement" if self.head is not None else self.score
+        """The score the choice, each route's parameters and the anchor budget compare (``criterion.score``)."""
+        return self.criterion.score
 
     @property
     def n_train(self) -> int:
@@ -128,6 +129,47 @@ class Anchors:
             self._folds[(k, key)] = fold
         return self._folds[(k, key)]
 
+    # --- how a held-out anchor is scored (a route's family, ``_routes.Family``, says which of these it reads) ------
+    def held(self, bridged: torch.Tensor, train: np.ndarray) -> torch.Tensor:
+        """Bridged target vectors with the dead target features at their fold-training mean (``_dead``)."""
+        if not len(self.dead):
+            return bridged
+        rows = torch.as_tensor(train, device=self.target64.device)
+        return hold(bridged, self.dead, self.target64[:, self.dead.to(rows.device)][rows].mean(dim=0))
+
+    def similarities(self, bridged: torch.Tensor) -> torch.Tensor:
+        """Cosine of each bridged target vector to every target vector of the pool."""
+        return translation_sims(bridged, self.pool)
+
+    def r_squared(self, bridged: torch.Tensor, queries: np.ndarray) -> tuple[float, float]:
+        """R^2 of bridged target vectors against their partners: in the target's units and standard-scaled."""
+        partners = self.target64[torch.as_tensor(queries, device=bridged.device)]
+        return r_squared(squared_errors(bridged, partners, self.target_scale))
+
+    def head_agreement(self, bridged: torch.Tensor, queries: np.ndarray) -> np.ndarray:
+        """Per query: 1 when the head reads the bridged target vector as it reads the true one."""
+        vectors = bridged.to(torch.float32)
+        if isinstance(self.target, torch.Tensor):
+            vectors = vectors.to(self.target.device)
+        else:
+            vectors = vectors.cpu().numpy()
+        return (predictions(self.head, vectors) == self.reference[queries]).astype(np.float64)
+
+    def proxy_agreement(self, spec: RouteSpec, fold: Fold, estimator: Any = None) -> np.ndarray:
+        """Per query, for a relative route (``estimator`` fitted on the fold, or fitted now): 1 when a ``LinearHead``
+        trained on the training folds' relative target vectors to reproduce the head reads the bridged query as the
+        head reads the true target vector."""
+        reference, queries = self.reference, fold.queries
+        if estimator is None:
+            estimator, _ = fit_fold(spec, self, fold.train)
+        labels = reference[fold.train]
+        if np.unique(labels).size < 2:
+            return (labels[0] == reference[queries]).astype(np.float64)
+        proxy = LinearHead().fit(estimator.transform_target(take_rows(self.target, fold.train)), labels)
+        return (proxy.predict(estimator.transform(take_rows(self.source, queries))) == reference[queries]).astype(
+            np.float64
+        )
+
 
 def _other_items(queries: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     """For each query, another item: its partner when the pairs are shuffled."""
@@ -139,12 +181,14 @@ def _other_items(queries: np.ndarray, n: int, rng: np.random.Generator) -> np.nd
 class RouteResult:
     """One route's cross-validation: its ``score`` row, the per-item held-out scores of its chosen parameters
     (``items``: name -> array over every scored query, fold after fold; None when the route failed), the bridged
-    queries of a translation route per fold (for the ensemble), and how many fits warned of rank deficiency."""
+    queries of a translation route per fold (for the ensemble), how many fits warned of rank deficiency, and each
+    score's value on each fold (``per_fold``: name -> one value per scored fold, what ``score`` spreads)."""
 
     score: RouteScore
     items: dict[str, np.ndarray] | None = None
     bridged: list[torch.Tensor] | None = None
     rank_deficient: int = 0
+    per_fold: dict[str, list[float]] | None = None
 
     @property
     def reciprocal_ranks(self) -> np.ndarray | None:
@@ -191,11 +235,9 @@ def cross_validate_route(
     if len(outputs) > 1:  # compare the settings on a share of the queries, then score the best on all of them
         best = _best_setting(spec, anchors, outputs)
     folds = [fold_scores(spec, anchors, fold, k, params_of[best], output) for fold, k, output in outputs[best]]
-    score = summary(spec, folds, anchors.pool.size, params_of[best])
-    score.seconds = time.perf_counter() - started
-    items = {name: np.concatenate([f["items"][name] for f in folds]) for name in folds[0]["items"]}
-    bridged = [f["bridged"] for f in folds] if spec.family == "translation" else None
-    return RouteResult(score, items, bridged, deficient)
+    result = route_result(spec, folds, anchors.pool.size, params_of[best], deficient)
+    result.score.seconds = time.perf_counter() - started
+    return result
 
 
 def _best_setting(spec: RouteSpec, anchors: Anchors, outputs: dict[str, list[tuple[Fold, int, torch.Tensor]]]) -> str:
@@ -203,7 +245,7 @@ def _best_setting(spec: RouteSpec, anchors: Anchors, outputs: dict[str, list[tup
     translation route's settings are scored together, only on that score (``_trials.setting_scores``); any other
     route's, or the agreement with a head, by ``fold_scores`` setting by setting."""
     score = anchors.primary
-    if spec.family == "translation" and score in TRIAL_SCORES:
+    if spec.kind.fast_trials and score in TRIAL_SCORES:
         trial = setting_scores(anchors, outputs, score)
     else:
         trial = {key: [_subset_scores(spec, anchors, *entry) for entry in entries] for key, entries in outputs.items()}
@@ -223,12 +265,7 @@ def _candidates(spec: RouteSpec, anchors: Anchors, fold: Fold) -> tuple[list[Can
         return fast, False
     estimator, warned = fit_fold(spec, anchors, fold.train)
     queries = take_rows(anchors.source, fold.queries)
-    if spec.family == "translation":
-        bridged = as_float_tensor(estimator.transform(queries), "bridged").detach()
-        return [({}, bridged.to(device=anchors.source64.device, dtype=torch.float64))], warned
-    sides = (estimator.transform(queries), estimator.transform_target(anchors.target))
-    left, right = (unit_rows(as_float_tensor(x, "relative").detach().double(), "relative", eps=1e-30) for x in sides)
-    return [({"estimator": estimator}, matmul(left, right.T))], warned
+    return spec.kind.held_out(estimator, queries, anchors.target, anchors.source64.device), warned
 
 
 def fold_scores(
@@ -243,27 +280,14 @@ def fold_scores(
     """One candidate's per-item scores on one fold (``output``: bridged queries in the target's units for a
     translation route, similarity rows against every target item for a relative route), and its fold's R^2."""
     queries = fold.queries
-    if spec.family == "translation":
-        bridged = output
-        if len(anchors.dead):  # dead target features: their fold-training mean (_dead)
-            train = torch.as_tensor(fold.train, device=anchors.target64.device)
-            held = anchors.target64[:, anchors.dead.to(train.device)][train].mean(dim=0)
-            bridged = hold(output, anchors.dead, held)
-        sims = translation_sims(bridged, anchors.pool)
-        r2, r2_scaled = r_squared(
-            squared_errors(
-                bridged, anchors.target64[torch.as_tensor(queries, device=bridged.device)], anchors.target_scale
-            )
-        )
-    else:
-        bridged, sims, r2, r2_scaled = None, output, None, None
+    bridged, sims, r2, r2_scaled = spec.kind.fold_output(anchors, fold, output)
     items = item_scores(sims, queries, anchors.pool)
     rows = torch.arange(len(queries), device=sims.device)
     items["cosine"] = sims[rows, torch.as_tensor(queries, device=sims.device)].double().cpu().numpy()
     others = anchors.others[k] if keep is None else anchors.others[k][keep]
     items["shuffled_rr"] = (1.0 / partner_ranks(sims, others)).cpu().numpy()
-    if anchors.reference is not None and (keep is None or spec.family != "relative"):
-        items["agreement"] = _agreement_items(spec, anchors, fold, params, bridged)
+    if anchors.criterion.with_head:
+        items["agreement"] = spec.kind.agreement(spec, anchors, fold, params, bridged)
     bridged32 = None if bridged is None else bridged.to(torch.float32)
     return {"items": items, "r2": r2, "r2_scaled": r2_scaled, "bridged": bridged32}
 
@@ -277,20 +301,43 @@ def pooled(folds: list[dict[str, Any]], score: str) -> float:
     return -math.inf if value != value else value
 
 
-def summary(spec: RouteSpec, folds: list[dict[str, Any]], pool_size: int, params: dict[str, Any]) -> RouteScore:
-    """The row of a route: each score's mean and std over the folds, and its z against shuffled pairs."""
+def route_result(
+    spec: RouteSpec, folds: list[dict[str, Any]], pool_size: int, params: dict[str, Any], deficient: int = 0
+) -> RouteResult:
+    """A route's result from its chosen setting's ``fold_scores``: the row (``summary``), the per-item scores fold
+    after fold, the bridged queries per fold (translation routes) and each score's value per fold."""
+    per_fold = fold_values(folds)
+    score = summary(spec, folds, pool_size, params, per_fold)
+    items = {name: np.concatenate([f["items"][name] for f in folds]) for name in folds[0]["items"]}
+    bridged = [f["bridged"] for f in folds] if folds[0]["bridged"] is not None else None
+    return RouteResult(score, items, bridged, deficient, per_fold)
 
-    def spread(values: list[float]) -> tuple[float, float]:
-        return float(np.mean(values)), float(np.std(values))
 
-    values = {f: spread([float(np.mean(x["items"][n])) for x in folds]) for f, n in ITEM_NAMES.items()}
-    values["shuffled_mrr"] = spread([float(np.mean(x["items"]["shuffled_rr"])) for x in folds])
-    values["shuffled_top1"] = spread([float(np.mean(x["items"]["shuffled_rr"] == 1)) for x in folds])
+def fold_values(folds: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Each score's value on each fold (``RouteScore`` field -> one value per fold): the mean of its per-item
+    scores, or the fold's R^2 (a route with R^2, i.e. bridged target vectors)."""
+    values = {f: [float(np.mean(x["items"][n])) for x in folds] for f, n in ITEM_NAMES.items()}
+    values["shuffled_mrr"] = [float(np.mean(x["items"]["shuffled_rr"])) for x in folds]
+    values["shuffled_top1"] = [float(np.mean(x["items"]["shuffled_rr"] == 1)) for x in folds]
     if "agreement" in folds[0]["items"]:
-        values["agreement"] = spread([float(np.mean(x["items"]["agreement"])) for x in folds])
-    if spec.family == "translation":
-        values["r2"] = spread([x["r2"] for x in folds])
-        values["r2_scaled"] = spread([x["r2_scaled"] for x in folds])
+        values["agreement"] = [float(np.mean(x["items"]["agreement"])) for x in folds]
+    if folds[0]["r2"] is not None:
+        values["r2"] = [x["r2"] for x in folds]
+        values["r2_scaled"] = [x["r2_scaled"] for x in folds]
+    return values
+
+
+def summary(
+    spec: RouteSpec,
+    folds: list[dict[str, Any]],
+    pool_size: int,
+    params: dict[str, Any],
+    per_fold: dict[str, list[float]] | None = None,
+) -> RouteScore:
+    """The row of a route: each score's mean and std over the folds (``per_fold``, from ``fold_values`` when not
+    given), and its z against shuffled pairs."""
+    per_fold = fold_values(folds) if per_fold is None else per_fold
+    values = {name: (float(np.mean(v)), float(np.std(v))) for name, v in per_fold.items()}
     shown = {key: value for key, value in params.items() if key != "estimator"}
     score = RouteScore(spec.name, spec.family, spec.description, params=shown, **values)
     rr = np.concatenate([x["items"]["rr"] for x in folds])
@@ -309,32 +356,6 @@ def fit_fold(spec: RouteSpec, anchors: Anchors, train: np.ndarray, **params: Any
     warned = any(issubclass(w.category, RankDeficiencyWarning) for w in caught)
     pass_through([w for w in caught if not issubclass(w.category, RankDeficiencyWarning)])
     return estimator, warned
-
-
-def _agreement_items(
-    spec: RouteSpec, anchors: Anchors, fold: Fold, params: dict[str, Any], bridged: torch.Tensor | None
-) -> np.ndarray:
-    """Per held-out query: 1 when the head's prediction from the bridged vector equals its prediction from the true
-    target vector. A relative route's output is read by a head trained on relative target vectors: here, a
-    ``LinearHead`` fitted on the training folds' relative target vectors to reproduce the user's head."""
-    reference, queries = anchors.reference, fold.queries
-    if spec.family != "relative":
-        vectors = bridged.to(torch.float32)
-        if isinstance(anchors.target, torch.Tensor):
-            vectors = vectors.to(anchors.target.device)
-        else:
-            vectors = vectors.cpu().numpy()
-        return (predictions(anchors.head, vectors) == reference[queries]).astype(np.float64)
-    estimator = params.get("estimator")
-    if estimator is None:
-        estimator, _ = fit_fold(spec, anchors, fold.train)
-    labels = reference[fold.train]
-    if np.unique(labels).size < 2:
-        return (labels[0] == reference[queries]).astype(np.float64)
-    proxy = LinearHead().fit(estimator.transform_target(take_rows(anchors.target, fold.train)), labels)
-    return (proxy.predict(estimator.transform(take_rows(anchors.source, queries))) == reference[queries]).astype(
-        np.float64
-    )
 
 
 def _words(error: Exception) -> str:

@@ -104,21 +104,22 @@ def ensemble_members(results: list[Any], score: str) -> list[Any]:
     usable = [
         r
         for r in results
-        if r.score.fitted and r.bridged is not None and r.score.score(score) is not None and _affine(r.score.route)
+        if r.score.fitted and r.bridged is not None and r.score.score(score) is not None and _blends(r.score.route)
     ]
     usable.sort(key=lambda r: -r.score.score(score)[0])
     return usable[:ENSEMBLE_SIZE] if len(usable) >= 2 else []
 
 
-def _affine(name: str) -> bool:
-    return name in {"ridge", "ridge_raw", "low_rank", "procrustes", "procrustes_scaled", "ridge_cv", "least_squares"}
+def _blends(name: str) -> bool:
+    """Whether the route named ``name`` may be blended (registered with ``blend=True``)."""
+    return get_route(name).blend
 
 
 def ensemble_result(results: list[Any], anchors: Any) -> Any:
     """The ensemble's cross-validation from its members' held-out predictions (weights cross-fitted per fold), or
     None when fewer than two routes can be blended."""
     from latentstitch._core.folds import training_rows
-    from latentstitch.bridge._crossval import RouteResult, fold_scores, summary
+    from latentstitch.bridge._crossval import fold_scores, route_result
 
     members = ensemble_members(results, anchors.primary)
     if not members:
@@ -140,9 +141,7 @@ def ensemble_result(results: list[Any], anchors: Any) -> Any:
         "params": [dict(m.score.params) for m in members],
         "weights": [float(w) for w in weights],
     }
-    score = summary(spec, folds, anchors.pool.size, params)
-    items = {name: np.concatenate([f["items"][name] for f in folds]) for name in folds[0]["items"]}
-    return RouteResult(score, items, None, 0)
+    return route_result(spec, folds, anchors.pool.size, params)
 
 
 register_route(
@@ -150,4 +149,5 @@ register_route(
     StackedRoute,
     description=f"stacking: a non-negative blend of the {ENSEMBLE_SIZE} best linear translation routes, weights fitted "
     "on their held-out predictions (cross-fitted when scored)",
+    stack=ensemble_result,
 )

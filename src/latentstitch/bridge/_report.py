@@ -10,7 +10,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from latentstitch._core.tables import table
 from latentstitch.bridge._results import RouteScore, Spread
-from latentstitch.bridge._select import rule_sentence
+from latentstitch.bridge._routes import family_of
+from latentstitch.bridge._select import Criterion
 from latentstitch.bridge._validate import UNPAIRED_FIX, UNPAIRED_FIX_CLI
 
 _SCORE_COLUMNS = (
@@ -20,6 +21,13 @@ _SCORE_COLUMNS = (
     ("knn_jaccard", "kNN overlap"),
     ("r2", "R^2"),
 )
+#: A selection score in a title.
+_SCORE_WORDS = {
+    **dict(_SCORE_COLUMNS),
+    "r2_scaled": "R^2 of standard-scaled features",
+    "cosine": "cosine",
+    "agreement": "prediction agreement",
+}
 
 
 def chosen_row(bridge: Any) -> RouteScore:
@@ -28,7 +36,8 @@ def chosen_row(bridge: Any) -> RouteScore:
 
 
 def _primary(bridge: Any) -> str:
-    return "agreement" if bridge.criterion_ == "agreement" else "mrr"
+    """The score the route, its parameters and the anchor budget were compared on."""
+    return Criterion.of_bridge(bridge).score
 
 
 def _cell(score: Spread | None) -> list[float] | None:
@@ -38,8 +47,7 @@ def _cell(score: Spread | None) -> list[float] | None:
 
 def _order_key(bridge: Any, row: RouteScore) -> tuple:
     """Rows by the selection score, best first (failed routes last)."""
-    name = getattr(bridge, "selection_score_", _primary(bridge))
-    value = row.score(name) if row.fitted else None
+    value = row.score(_primary(bridge)) if row.fitted else None
     return (not row.fitted, -(value[0] if value is not None and value[0] == value[0] else -math.inf))
 
 
@@ -54,7 +62,7 @@ def route_table(bridge: Any) -> dict[str, Any]:
     """Every route tried, sorted by the selection score (best first), with each score's mean ± std over the folds;
     the chosen route marked."""
     check_is_fitted(bridge, "routes_")
-    with_head = bridge.criterion_ == "agreement"
+    with_head = Criterion.of_bridge(bridge).with_head
     columns = ["route", "family", "parameters"]
     columns += ["head agreement"] if with_head else []
     columns += [title for _, title in _SCORE_COLUMNS]
@@ -88,11 +96,10 @@ def _blend_line(bridge: Any) -> str:
 
 
 def _rule_line(bridge: Any) -> str:
-    if not hasattr(bridge, "selection_score_"):
-        return "Rule: " + bridge.selection_rule()
-    return rule_sentence(bridge.selection_score_, with_head=bridge.criterion_ == "agreement") + (
-        " (the rule in full: latentstitch bridge fit --help)"
-    )
+    criterion = Criterion.of_bridge(bridge)
+    if criterion.legacy:
+        return "Rule: " + criterion.rule()
+    return criterion.sentence() + " (the rule in full: latentstitch bridge fit --help)"
 
 
 def budget_table(bridge: Any) -> dict[str, Any] | None:
@@ -110,8 +117,7 @@ def budget_table(bridge: Any) -> dict[str, Any] | None:
         ]
     )
     return table(
-        f"Anchor budget: held-out {'prediction agreement' if primary == 'agreement' else 'MRR'} by number of "
-        "training anchors",
+        f"Anchor budget: held-out {_SCORE_WORDS[primary]} by number of training anchors",
         ["training anchors", *names],
         rows,
         "The same held-out folds for every count, so scores compare down a column. " + budget_advice(bridge),
@@ -120,9 +126,10 @@ def budget_table(bridge: Any) -> dict[str, Any] | None:
 
 def budget_advice(bridge: Any) -> str:
     """The smallest anchor count at which the chosen route keeps 95% of its score with all anchors, in words."""
-    if not bridge.budget_:
+    scored = chosen_row(bridge).score(_primary(bridge))
+    if not bridge.budget_ or scored is None:  # None: the chosen route has no such score (R^2 of a relative route)
         return ""
-    full = chosen_row(bridge).score(_primary(bridge))[0]
+    full = scored[0]
     for entry in bridge.budget_:
         value = entry.get(bridge.route_)
         if value is not None and full > 0 and value[0] >= 0.95 * full:
@@ -169,18 +176,7 @@ def bridge_report(bridge: Any, *, cli: bool = False, **about: Any) -> dict[str, 
 
 def choice_sentence(bridge: Any, *, cli: bool = False) -> str:
     chosen = chosen_row(bridge)
-    if bridge.family_ == "translation":
-        consumer = "the old model's head or index reads the bridged vectors as they are"
-    elif cli:
-        consumer = (
-            "retrain the old consumer once on the old model's vectors as this route reads them (`latentstitch bridge "
-            "apply BRIDGE OLD_VECTORS --target -o OUT`), then it reads `latentstitch bridge apply BRIDGE NEW -o OUT`"
-        )
-    else:
-        consumer = (
-            "train the consumer once on the target's relative vectors (Bridge.fit_head, or transform_target), then "
-            "it reads the bridged vectors"
-        )
+    consumer = family_of(bridge.family_).consumer_advice(cli)
     scores = f"held-out MRR {chosen.mrr[0]:.3f}, top-1 {chosen.top1[0]:.3f}"
     if chosen.r2 is not None:
         scores += f", R^2 {chosen.r2[0]:.3f}"

@@ -102,9 +102,9 @@ _FIELDS = frozenset(f.name for f in fields(RouteScore))
 
 @dataclass
 class BudgetRow:
-    """The anchor-budget advice at one anchor count: each route's held-out primary score (MRR, or prediction
-    agreement with a head) with only ``anchors`` training anchors, (mean, std) over the same folds; None for a
-    route that could not be fitted."""
+    """The anchor-budget advice at one anchor count: each route's held-out selection score (the bridge's
+    ``selection_score_``: MRR by default, prediction agreement with a head) with only ``anchors`` training anchors,
+    (mean, std) over the same folds; None for a route that could not be fitted."""
 
     anchors: int
     scores: dict[str, Spread | None] = field(default_factory=dict)

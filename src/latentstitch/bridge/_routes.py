@@ -10,6 +10,9 @@ A route is a factory of a scikit-learn-shaped estimator with ``fit(source, targe
 - ``"relative"``: the estimator also has ``transform_target(target)``; both sides become relative vectors in one
   shared space, and a head is trained once on the target's relative vectors (``Bridge.fit_head``).
 
+Everything in which the two families differ (what ``Bridge.transform`` and ``transform_target`` return, what is
+scored of a held-out anchor) is one class each, ``Translation`` and ``Relative`` (``RouteSpec.kind``).
+
 Estimators must be persistable (``latentstitch._core.persist.Persistable``) for a fitted ``Bridge`` to be saved.
 Adding a
 route is one line::
@@ -25,12 +28,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
+import torch
+
+from latentstitch._core.arrays import as_float_tensor
+from latentstitch._core.numerics import matmul, unit_rows
 from latentstitch.alignment import FunctionalMap, GeneralizedProcrustes, InverseRelativeProjection, UnpairedAlignment
-from latentstitch.bridge._folds import LOW_RANK_RIDGE, low_rank_candidates, procrustes_candidates, ridge_candidates
+from latentstitch.bridge._dead import hold
+from latentstitch.bridge._folds import (
+    LOW_RANK_RIDGE,
+    Candidate,
+    low_rank_candidates,
+    procrustes_candidates,
+    ridge_candidates,
+)
 from latentstitch.bridge._relative import RelativeRoute
 from latentstitch.bridge._relative_folds import relative_candidates
+from latentstitch.bridge._scale import rescale
 from latentstitch.relative import SIMILARITIES
 from latentstitch.stitching import (
     LatentTranslator,
@@ -42,13 +57,140 @@ from latentstitch.stitching import (
     SparseLasso,
 )
 
-FAMILIES = ("translation", "relative")
+
+class Family:
+    """Everything in which the routes of one family differ, in one place: what a bridge's ``transform`` and
+    ``transform_target`` return, and what is scored of a held-out anchor while cross-validating (``anchors``: the
+    bridge's ``_crossval.Anchors``, which knows how to score). One instance per family (``family_of``)."""
+
+    name: ClassVar[str]
+    #: Whether the route's parameter settings are compared by ``_trials.setting_scores`` (bridged target vectors).
+    fast_trials: ClassVar[bool] = False
+
+    def output_width(self, n_anchors: int, n_features_target: int) -> int:
+        """The width of ``Bridge.transform``'s output."""
+        raise NotImplementedError
+
+    def bridged(self, estimator: Any, source: Any, scales: tuple[float, float], dead: Any, values: Any) -> Any:
+        """``Bridge.transform`` of source rows: ``estimator`` fitted on the anchors multiplied by ``scales`` (source,
+        target), the target features ``dead`` held at ``values``."""
+        raise NotImplementedError
+
+    def consumer_input(self, estimator: Any, target: Any, scale: float, apply: Callable[[Any, Any], Any]) -> Any:
+        """``Bridge.transform_target``: what the consumer of a bridged vector is trained on, from target rows
+        (``scale``: the target anchors' before fitting; ``apply(function, rows)`` maps a row-wise function over eager
+        or dask rows)."""
+        raise NotImplementedError
+
+    def held_out(self, estimator: Any, queries: Any, target: Any, device: torch.device) -> list[Candidate]:
+        """The cross-validation output of ``estimator`` fitted on a fold's training anchors (``queries``: the
+        held-out source rows, ``target``: every target anchor), as a fast path returns it."""
+        raise NotImplementedError
+
+    def fold_output(self, anchors: Any, fold: Any, output: torch.Tensor) -> tuple[Any, torch.Tensor, Any, Any]:
+        """``(bridged, sims, r2, r2_scaled)`` of a fold's ``output``: the bridged queries in the target's units
+        (None when the route has none), their similarity rows against every target vector, and R^2 (None too)."""
+        raise NotImplementedError
+
+    def agreement(self, spec: RouteSpec, anchors: Any, fold: Any, params: dict[str, Any], bridged: Any) -> Any:
+        """Per held-out query of ``fold``: 1 when the head's prediction from the bridged anchor equals its
+        prediction from the true target vector."""
+        raise NotImplementedError
+
+    def consumer_advice(self, cli: bool) -> str:
+        """What the user does with the bridged vectors, in words (``cli``: in command-line terms)."""
+        raise NotImplementedError
+
+
+class Translation(Family):
+    """``transform`` returns vectors in the target's absolute space: the old model's head or index reads them."""
+
+    name = "translation"
+    fast_trials = True
+
+    def output_width(self, n_anchors: int, n_features_target: int) -> int:
+        return n_features_target
+
+    def bridged(self, estimator: Any, source: Any, scales: tuple[float, float], dead: Any, values: Any) -> Any:
+        return hold(rescale(estimator.transform(rescale(source, scales[0])), 1.0 / scales[1]), dead, values)
+
+    def consumer_input(self, estimator: Any, target: Any, scale: float, apply: Callable[[Any, Any], Any]) -> Any:
+        return target
+
+    def held_out(self, estimator: Any, queries: Any, target: Any, device: torch.device) -> list[Candidate]:
+        bridged = as_float_tensor(estimator.transform(queries), "bridged").detach()
+        return [({}, bridged.to(device=device, dtype=torch.float64))]
+
+    def fold_output(self, anchors: Any, fold: Any, output: torch.Tensor) -> tuple[Any, torch.Tensor, Any, Any]:
+        bridged = anchors.held(output, fold.train)
+        return (bridged, anchors.similarities(bridged), *anchors.r_squared(bridged, fold.queries))
+
+    def agreement(self, spec: RouteSpec, anchors: Any, fold: Any, params: dict[str, Any], bridged: Any) -> Any:
+        return anchors.head_agreement(bridged, fold.queries)
+
+    def consumer_advice(self, cli: bool) -> str:
+        return "the old model's head or index reads the bridged vectors as they are"
+
+
+class Relative(Family):
+    """Both sides become relative vectors in one shared space (``transform_target`` too): the consumer is trained
+    once on the target's relative vectors."""
+
+    name = "relative"
+
+    def output_width(self, n_anchors: int, n_features_target: int) -> int:
+        return n_anchors
+
+    def bridged(self, estimator: Any, source: Any, scales: tuple[float, float], dead: Any, values: Any) -> Any:
+        return estimator.transform(rescale(source, scales[0]))
+
+    def consumer_input(self, estimator: Any, target: Any, scale: float, apply: Callable[[Any, Any], Any]) -> Any:
+        return apply(estimator.transform_target, rescale(target, scale))
+
+    def held_out(self, estimator: Any, queries: Any, target: Any, device: torch.device) -> list[Candidate]:
+        sides = (estimator.transform(queries), estimator.transform_target(target))
+        left, right = (
+            unit_rows(as_float_tensor(x, "relative").detach().double(), "relative", eps=1e-30) for x in sides
+        )
+        return [({"estimator": estimator}, matmul(left, right.T))]
+
+    def fold_output(self, anchors: Any, fold: Any, output: torch.Tensor) -> tuple[Any, torch.Tensor, Any, Any]:
+        return None, output, None, None
+
+    def agreement(self, spec: RouteSpec, anchors: Any, fold: Any, params: dict[str, Any], bridged: Any) -> Any:
+        return anchors.proxy_agreement(spec, fold, params.get("estimator"))
+
+    def consumer_advice(self, cli: bool) -> str:
+        if cli:
+            return (
+                "retrain the old consumer once on the old model's vectors as this route reads them (`latentstitch "
+                "bridge apply BRIDGE OLD_VECTORS --target -o OUT`), then it reads `latentstitch bridge apply BRIDGE "
+                "NEW -o OUT`"
+            )
+        return (
+            "train the consumer once on the target's relative vectors (Bridge.fit_head, or transform_target), then "
+            "it reads the bridged vectors"
+        )
+
+
+_FAMILIES = {family.name: family for family in (Translation(), Relative())}
+FAMILIES = tuple(_FAMILIES)
+
+
+def family_of(name: str) -> Family:
+    """The family named ``name`` (one of ``FAMILIES``)."""
+    if not isinstance(name, str) or name not in _FAMILIES:
+        raise ValueError(f"family: expected one of {', '.join(map(repr, FAMILIES))}; got {name!r}")
+    return _FAMILIES[name]
 
 
 @dataclass(frozen=True)
 class RouteSpec:
     """A registered route: its name, family, a factory of unfitted estimators, a one-line description, and whether
-    ``Bridge(routes="auto")`` tries it."""
+    ``Bridge(routes="auto")`` tries it; its fast cross-validation ``path``; whether the ``ensemble`` may blend it
+    (``blend``: an affine translation route); ``stack``: a route scored from the other routes' cross-validation
+    instead of its own (the ensemble's ``_ensemble.ensemble_result``). ``kind``: its ``Family``, where the families
+    differ."""
 
     name: str
     factory: Callable[..., Any]
@@ -56,6 +198,12 @@ class RouteSpec:
     description: str
     auto: bool
     path: Callable[[Any], list] | None = None
+    blend: bool = False
+    stack: Callable[[list, Any], Any] | None = None
+
+    @property
+    def kind(self) -> Family:
+        return family_of(self.family)
 
     def build(self, **params: Any) -> Any:
         """An unfitted estimator, with the route's own parameters (e.g. ``ridge=0.01``) when given."""
@@ -74,22 +222,25 @@ def register_route(
     description: str = "",
     auto: bool = False,
     path: Callable[[Any], list] | None = None,
+    blend: bool = False,
+    stack: Callable[[list, Any], Any] | None = None,
 ) -> RouteSpec:
     """Add a route under ``name``: ``factory()`` builds an unfitted estimator (a class with default arguments works).
     ``auto=True`` adds it to the routes ``Bridge(routes="auto")`` tries (``AUTO_ROUTES`` lists the built-in ones).
     ``path(fold)``, optional: a fast path for cross-validation reading the fold's shared decompositions
     (``latentstitch.bridge._folds``), returning ``[(params, output), ...]``: one entry per parameter setting, with
     ``factory(**params)`` the estimator it stands for, or ``None`` to decline a fold; without one (or declined), the
-    route is fitted on every fold."""
-    if family not in FAMILIES:
-        raise ValueError(f"family: expected one of {', '.join(map(repr, FAMILIES))}; got {family!r}")
+    route is fitted on every fold. ``blend=True``: an affine translation route the ``ensemble`` may blend (its fitted
+    estimator has ``_map64``). ``stack(results, anchors)``, optional: the route is scored from the other routes'
+    cross-validation (``_crossval.RouteResult`` list) instead of its own, returning its result or None."""
+    family_of(family)
     if not isinstance(name, str) or not name or name == "auto":
         raise ValueError(f"name: expected a non-empty route name other than 'auto', got {name!r}")
     if name in ROUTES:
         raise ValueError(f"a route named {name!r} is already registered")
     if not callable(factory):
         raise TypeError(f"factory: expected a callable that builds an estimator, got {type(factory).__name__}")
-    spec = RouteSpec(name, factory, family, description, auto, path)
+    spec = RouteSpec(name, factory, family, description, auto, path, blend, stack)
     ROUTES[name] = spec
     return spec
 
@@ -170,6 +321,7 @@ register_route(
     description="ridge least squares between the standard-scaled sides, the penalty chosen on the selection score "
     "along the ridge path",
     path=lambda fold: ridge_candidates(fold, True),
+    blend=True,
 )
 register_route(
     "ridge_raw",
@@ -177,12 +329,14 @@ register_route(
     description="ridge least squares on the raw vectors (every target feature weighted by its own variance), the "
     "penalty chosen on the selection score along the ridge path",
     path=lambda fold: ridge_candidates(fold, False),
+    blend=True,
 )
 register_route(
     "low_rank",
     lambda rank=32: ReducedRank(rank=rank, ridge=LOW_RANK_RIDGE, ridge_units="relative"),
     description="low-rank affine map (reduced-rank ridge on the raw vectors), the rank chosen on the selection score",
     path=low_rank_candidates,
+    blend=True,
 )
 register_route(
     "procrustes",
@@ -190,12 +344,14 @@ register_route(
     description="orthogonal map between the standard-scaled sides (Maiorca et al., NeurIPS 2023); with no more "
     "anchors than features, the directions no anchor spans map to zero",
     path=lambda fold: procrustes_candidates(fold, scaled=False),
+    blend=True,
 )
 register_route(
     "procrustes_scaled",
     lambda: LatentTranslator(Procrustes(center=True, scale=True, unspanned="zero"), standardize=False),
     description="orthogonal map with a shift and one isotropic scale, on the raw vectors",
     path=lambda fold: procrustes_candidates(fold, scaled=True),
+    blend=True,
 )
 register_route(
     "procrustes_norm",
@@ -209,12 +365,14 @@ register_route(
     lambda: LatentTranslator(LeastSquaresCV()),
     description="ridge least squares between the standard-scaled sides, the ridge chosen by its own 5-fold CV of "
     "R^2 on standard-scaled targets (the bridge's earlier default)",
+    blend=True,
 )
 register_route(
     "least_squares",
     lambda: LatentTranslator(LeastSquares()),
     description="unregularised least squares between the standard-scaled sides (not unique with fewer anchors "
     "than features)",
+    blend=True,
 )
 register_route(
     "reduced_rank",

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
+from latentstitch.bridge._estimate import SAME_ITEMS
 from latentstitch.bridge._results import RouteScore
 
 SELECTABLE = ("mrr", "top1", "recall_at_k", "knn_jaccard", "r2", "r2_scaled", "cosine")
@@ -75,23 +78,90 @@ def _value(row: RouteScore, score: str) -> float:
     return -math.inf if value is None or value[0] != value[0] else value[0]
 
 
-def select_route(rows: Sequence[RouteScore], score: str = SELECTION_SCORE) -> tuple[RouteScore, bool]:
-    """The route the rule keeps and whether it is clearly better than shuffled pairs.
-
-    Pool: the fitted routes clearly better than shuffled pairs (``clearly_better``), or every fitted route when none
-    is. Pick: the highest mean held-out ``score`` (``"agreement"`` when a head was given); ties: the higher MRR,
-    then the earlier route.
-    """
+def rank_routes(rows: Sequence[RouteScore], score: str = SELECTION_SCORE) -> tuple[list[RouteScore], bool]:
+    """Every route in the rule's order (the first is the one it keeps) and whether that one is clearly better than
+    shuffled pairs: the routes clearly better than shuffled pairs (``clearly_better``) first, or every fitted route
+    when none is; within them the highest mean held-out ``score``, ties to the higher MRR, then the earlier route;
+    the routes that failed to fit last."""
     if score not in (*SELECTABLE, "agreement"):
         raise ValueError(f"score: expected one of {', '.join(SELECTABLE)} or 'agreement', got {score!r}")
     fitted = [r for r in rows if r.fitted]
     if not fitted:
         raise ValueError("routes: no route could be fitted: " + "; ".join(f"{r.route}: {r.error}" for r in rows))
-    clear = [r for r in fitted if r.clearly_better]
-    pool = clear or fitted
+    clear = any(r.clearly_better for r in fitted)
     order = {id(r): i for i, r in enumerate(rows)}
-    best = max(pool, key=lambda r: (round(_value(r, score), 12), _value(r, "mrr"), -order[id(r)]))
-    return best, bool(clear)
+
+    def key(r: RouteScore) -> tuple:
+        return (clear and r.clearly_better, round(_value(r, score), 12), _value(r, "mrr"), -order[id(r)])
+
+    ranked = sorted(fitted, key=key, reverse=True)
+    return ranked + [r for r in rows if not r.fitted], clear
+
+
+def select_route(rows: Sequence[RouteScore], score: str = SELECTION_SCORE) -> tuple[RouteScore, bool]:
+    """The route the rule keeps and whether it is clearly better than shuffled pairs (``rank_routes``' first).
+
+    Pool: the fitted routes clearly better than shuffled pairs (``clearly_better``), or every fitted route when none
+    is. Pick: the highest mean held-out ``score`` (``"agreement"`` when a head was given); ties: the higher MRR,
+    then the earlier route.
+    """
+    ranked, clear = rank_routes(rows, score)
+    return ranked[0], clear
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """How a bridge chooses its route, decided once per fit (``Criterion.of``) and read everywhere else.
+
+    ``score``: what the choice, every route's own parameter and the anchor budget compare (``"agreement"`` with a
+    head, else the consumer's label-free score, ``CONSUMER_SCORES``); ``with_head``: whether a head was given;
+    ``legacy``: a bridge saved before the rule became ``select_route`` (it did not record its score).
+    """
+
+    score: str = SELECTION_SCORE
+    with_head: bool = False
+    legacy: bool = False
+
+    @classmethod
+    def of(cls, score: str, head: Any) -> Criterion:
+        """The criterion of a fit reading the label-free ``score`` when no ``head`` is given."""
+        return cls("agreement", True) if head is not None else cls(score)
+
+    @classmethod
+    def of_bridge(cls, bridge: Any) -> Criterion:
+        """The criterion a fitted (or loaded) bridge was chosen by, from its ``criterion_`` and ``selection_score_``."""
+        with_head = bridge.criterion_ == "agreement"
+        if not hasattr(bridge, "selection_score_"):
+            return cls("agreement" if with_head else "mrr", with_head, legacy=True)
+        return cls(bridge.selection_score_, with_head)
+
+    @property
+    def name(self) -> str:
+        """``Bridge.criterion_``: "agreement" (with a head) or "label-free"."""
+        return "agreement" if self.with_head else "label-free"
+
+    @property
+    def item(self) -> str:
+        """The per-item held-out value ``estimate_`` averages: the head's agreement, or the own partner among the k
+        nearest target vectors (Recall@k's hit)."""
+        return "agreement" if self.with_head else "hit_k"
+
+    def metric(self, k: int) -> str:
+        """``estimate_``'s metric: "agreement", or "recall@k"."""
+        return "agreement" if self.with_head else f"recall@{k}"
+
+    @property
+    def same_items(self) -> bool:
+        """Whether the score ranks routes on the very items the estimate reads (its winner's curse is removed)."""
+        return self.score in SAME_ITEMS
+
+    def sentence(self) -> str:
+        """The rule in one sentence (``rule_sentence``)."""
+        return rule_sentence(self.score, with_head=self.with_head)
+
+    def rule(self) -> str:
+        """The rule in full (``Bridge.selection_rule``)."""
+        return LEGACY_RULES[self.with_head] if self.legacy else SELECTION_RULE.format(rule=self.sentence())
 
 
 #: The rule in words (``Bridge.selection_rule``): ``{rule}`` is the consumer's sentence (``rule_sentence``).
