@@ -38,6 +38,8 @@ OPTIONS = {
     "folds": "--folds",
     "migration": "MIGRATION",
     "device": "--device",
+    "output": "--output",
+    "chunk_rows": "--chunk-rows",
 }
 
 

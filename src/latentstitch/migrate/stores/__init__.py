@@ -86,6 +86,12 @@ def create_writer(
     return writer_class(Path(os.fspath(path)), dimension, metric, collection, **options)
 
 
+def writes_in_place(kind: str, path: str | os.PathLike) -> bool:
+    """Whether the writer of ``kind`` at ``path`` takes rows at an offset (``StoreWriter.in_place``)."""
+    _, writer_class = _classes(kind, "kind")
+    return writer_class.writes_in_place(Path(os.fspath(path)))
+
+
 __all__ = [
     "BATCH_ROWS",
     "KINDS",
@@ -99,4 +105,5 @@ __all__ = [
     "fingerprint",
     "guess_kind",
     "open_store",
+    "writes_in_place",
 ]

@@ -77,9 +77,12 @@ class VectorStore:
 class StoreWriter:
     """A new collection being written: ``add(ids, vectors)`` in batches, then ``close()`` makes it whole. The
     writer writes at ``path`` only (a path that does not exist yet). A writer with ``ids_first`` (a file format that
-    stores the ids beside the vectors) streams its batches when it is given every id up front (``begin(ids)``)."""
+    stores the ids beside the vectors) streams its batches when it is given every id up front (``begin(ids)``). A
+    writer ``in_place`` (a memory-mapped ``.npy``, whose ids are its row numbers) takes rows at an offset instead
+    (``write_at``) and reads them back (``read_at``: a resume checks the rows it trusts)."""
 
     ids_first = False
+    in_place = False
 
     def __init__(self, path: Path, dimension: int, metric: str, collection: str, **options: Any):
         self.path, self.dimension, self.metric, self.collection = path, dimension, metric, collection
@@ -90,6 +93,17 @@ class StoreWriter:
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         raise NotImplementedError
+
+    @staticmethod
+    def writes_in_place(path: Path) -> bool:
+        """Whether a writer of this class at ``path`` is ``in_place`` (known before it is created)."""
+        return False
+
+    def write_at(self, start: int, vectors: np.ndarray) -> None:
+        raise NotImplementedError(f"{type(self).__name__} is not written in place")
+
+    def read_at(self, start: int, rows: int) -> np.ndarray:
+        raise NotImplementedError(f"{type(self).__name__} is not written in place")
 
     def close(self) -> None:
         pass
