@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import tempfile
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -62,8 +65,27 @@ class VectorStore:
     def fingerprint(self) -> str:
         return fingerprint(self.path)
 
+    def snapshot(self) -> Path:
+        """A private copy of the store for an engine that writes into the folder it opens and has no read-only
+        mode (Chroma, Qdrant's local mode, Milvus Lite): the engine opens the copy, the user's store is never
+        written. The copy lives in a fresh temporary folder (``TMPDIR``), removed on ``close`` or at exit."""
+        folder = Path(tempfile.mkdtemp(prefix="latentstitch-store-"))
+        self._snapshot = weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
+        copy = folder / self.path.name
+        if self.path.is_dir():
+            shutil.copytree(self.path, copy, symlinks=True)
+        else:
+            shutil.copy2(self.path, copy)
+        return copy
+
     def close(self) -> None:
-        """Release the store (database clients hold locks or servers)."""
+        """Release the store (database clients hold locks or servers) and remove its snapshot, if any."""
+        self.release()
+        if getattr(self, "_snapshot", None) is not None:
+            self._snapshot()
+
+    def release(self) -> None:
+        """Close the engine's client (what ``close`` does before it removes a snapshot)."""
 
     def describe(self) -> str:
         named = f" collection {self.collection!r}" if self.collection else ""
