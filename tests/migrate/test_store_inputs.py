@@ -16,7 +16,7 @@ from latentstitch.cli import main
 from latentstitch.migrate import StoreError, apply_migration, open_store
 from latentstitch.migrate.stores import KINDS
 
-from .test_stores import STORES
+from .test_stores import STORES, build_lancedb
 
 
 def tree(folder: Path) -> dict[str, str]:
@@ -108,3 +108,21 @@ def test_a_chroma_collection_configured_for_cosine_is_read_as_cosine(tmp_path):
     store = open_store(tmp_path / "c")
     assert store.metric == "cosine"
     store.close()
+
+
+@pytest.mark.integration
+def test_a_lancedb_table_of_raw_vectors_is_read_as_l2_lancedbs_default_and_says_so(tmp_path):
+    lancedb = pytest.importorskip("lancedb")
+    raw = 3 * np.random.default_rng(0).normal(size=(30, 4)).astype(np.float32)
+    build_lancedb(tmp_path / "db", np.arange(30), raw)
+    with pytest.warns(UserWarning, match="metric: .* l2 is assumed, LanceDB's default search metric"):
+        store = open_store(tmp_path / "db")
+    assert store.metric == "l2"
+    # what the table's own search ranks by, unless told otherwise
+    found = lancedb.connect(str(tmp_path / "db")).open_table("docs").search(raw[0] + 0.1).limit(5).to_arrow()
+    assert found.column("id").to_pylist() == store.search(raw[:1] + 0.1, 5)[0].tolist()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert open_store(tmp_path / "db", metric="ip").metric == "ip"

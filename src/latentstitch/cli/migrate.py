@@ -50,7 +50,8 @@ def _index_options(parser: argparse.ArgumentParser) -> None:
         "--metric",
         choices=METRICS,
         default=None,
-        help="the metric of a file INDEX (default: cosine for unit vectors, else ip); stores say their own",
+        help="the metric of a file or LanceDB INDEX (default: cosine for unit vectors, else ip for a file and l2, its "
+        "default, for LanceDB); other stores say their own",
     )
     group.add_argument("--id-column", default=None, metavar="NAME", help="the id column of a table INDEX")
 
