@@ -32,7 +32,7 @@ import numpy as np
 
 from latentstitch._core.atomic import PARTIAL_MARK, commit_staged, refuse_inputs, refuse_inside_inputs, write_text
 from latentstitch._core.locks import hold_lock
-from latentstitch._core.params import check_device
+from latentstitch._core.params import check_device, check_positive_int
 from latentstitch._core.progress import progress_bar
 from latentstitch.migrate._chunks import (
     chunk_digest,
@@ -125,6 +125,7 @@ def apply_migration(
             f"store: {store.describe()} has {store.dimension} features; the migration was fitted on "
             f"{migration.old_dimension}"
         )
+    chunk_rows = check_positive_int(chunk_rows, "chunk_rows")
     if client is None:
         check_device(device, "device")  # on a cluster, each worker checks its own
     if output.exists():
