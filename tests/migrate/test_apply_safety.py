@@ -5,6 +5,7 @@ refused at once; a killed run's lock is taken over). Real runs: the CLI in subpr
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import os
 import signal
@@ -22,6 +23,10 @@ from latentstitch.migrate.stores import fingerprint
 from .test_apply import Interrupting, expected
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
 
 
 @pytest.fixture
@@ -190,3 +195,37 @@ def test_racing_and_killed_cli_applies_refuse_the_second_and_resume_the_killed(s
     assert (tmp_path / "new.npy").read_bytes() == (tmp_path / "whole.npy").read_bytes()
     assert fingerprint(tmp_path / "old.npy") == before
     assert not work_folder(tmp_path / "new.npy").exists()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param("qdrant", marks=pytest.mark.skipif(not _has("qdrant_client"), reason="qdrant-client")),
+        pytest.param("milvus", marks=pytest.mark.skipif(not _has("milvus_lite"), reason="milvus-lite")),
+        pytest.param("chroma", marks=pytest.mark.skipif(not _has("chromadb"), reason="chromadb")),
+    ],
+)
+def test_an_interrupted_apply_into_a_database_resumes(saved, corpus, tmp_path, kind):
+    """A database output used to be created before the first chunk: the resume then failed on the collection the
+    interrupted run had created. It is now built from the chunks at the end, so a resume just goes on."""
+    _, migration, path = saved
+    np.save(tmp_path / "old.npy", corpus.old)
+    name = "new.db" if kind == "milvus" else "new"
+    with pytest.raises(KeyboardInterrupt):
+        apply_migration(
+            migration, path, Interrupting(open_store(tmp_path / "old.npy"), 2), tmp_path / name,
+            chunk_rows=100, kind=kind,
+        )  # fmt: skip
+    resumed = apply_migration(
+        migration, path, open_store(tmp_path / "old.npy"), tmp_path / name, chunk_rows=100, kind=kind
+    )
+    assert resumed.resumed_chunks == 2
+    store = open_store(tmp_path / name)
+    try:
+        ids, vectors = store.read()
+    finally:
+        store.close()
+    order = np.argsort(ids.astype(np.int64))
+    np.testing.assert_array_equal(ids.astype(np.int64)[order], np.arange(len(corpus.old)))
+    np.testing.assert_allclose(vectors[order], migration.transform_corpus(corpus.old), atol=1e-5)
