@@ -5,8 +5,6 @@ positive integer."""
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
 
@@ -76,11 +74,8 @@ def test_certify_names_a_level_outside_zero_one(corpus, fitted, level):
         (0, ValueError, r"chunk_rows: expected an integer >= 1, got 0"),
     ],
 )
-def test_apply_names_a_chunk_size_that_is_not_a_positive_integer(corpus, fitted, tmp_path, chunk_rows, error, message):
-    _, migration = fitted
-    migration = copy.copy(migration)
-    migration.mode = "corpus"
-    path = migration.save(tmp_path / "migration.json")
+def test_apply_names_a_chunk_size_that_is_not_a_positive_integer(corpus, saved, tmp_path, chunk_rows, error, message):
+    _, migration, path = saved
     np.save(tmp_path / "old.npy", corpus.old)
     with pytest.raises(error, match=message):
         apply_migration(migration, path, open_store(tmp_path / "old.npy"), tmp_path / "new.npy", chunk_rows=chunk_rows)

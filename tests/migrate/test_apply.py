@@ -4,7 +4,6 @@ named as partial; the old index is never written."""
 
 from __future__ import annotations
 
-import copy
 import errno
 import importlib.util
 
@@ -14,14 +13,6 @@ import pytest
 from latentstitch.migrate import apply_migration, open_store, work_folder
 from latentstitch.migrate._retrieval import prepare
 from latentstitch.migrate.stores import fingerprint
-
-
-@pytest.fixture
-def saved(fitted, tmp_path):
-    plan, migration = fitted
-    migration = copy.copy(migration)  # the session's migration stays as fitted
-    migration.mode = "corpus"  # apply migrates the index: the corpus-side bridge
-    return plan, migration, migration.save(tmp_path / "migration.json")
 
 
 def expected(migration, corpus, plan):

@@ -4,7 +4,6 @@ refused at once; a killed run's lock is taken over). Real runs: the CLI in subpr
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import json
 import os
@@ -27,14 +26,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
-
-
-@pytest.fixture
-def saved(fitted, tmp_path):
-    plan, migration = fitted
-    migration = copy.copy(migration)
-    migration.mode = "corpus"
-    return plan, migration, migration.save(tmp_path / "migration.json")
 
 
 def test_apply_from_an_ivf_index_writes_an_ivf_index_of_the_bridged_vectors(saved, corpus, tmp_path):
