@@ -128,10 +128,10 @@ def apply_migration(
     chunk_rows = check_positive_int(chunk_rows, "chunk_rows")
     if client is None:
         check_device(device, "device")  # on a cluster, each worker checks its own
+    refuse_inputs({"--output": output}, {"INDEX": store.path, "MIGRATION": migration_path})  # the true cause first
+    refuse_inside_inputs({"output": output}, {"store": store.path})
     if output.exists():
         raise FileExistsError(f"--output: {str(output)!r} exists; apply writes a new collection, never over one")
-    refuse_inputs({"--output": output}, {"INDEX": store.path, "MIGRATION": migration_path})
-    refuse_inside_inputs({"output": output}, {"store": store.path})
     if not output.parent.is_dir():
         raise FileNotFoundError(f"--output: the folder {str(output.parent)!r} does not exist")
     replacements = _replacements(migration, sample_ids, sample_new)
