@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,3 +69,13 @@ def fitted(corpus):
     )
     torch.set_num_threads(threads)
     return plan, migration
+
+
+@pytest.fixture
+def saved(fitted, tmp_path):
+    """The plan, a copy of the fitted migration set to corpus-side (what apply migrates the index with) and the path
+    it is saved at."""
+    plan, migration = fitted
+    migration = copy.copy(migration)  # the session's migration stays as fitted
+    migration.mode = "corpus"
+    return plan, migration, migration.save(tmp_path / "migration.json")

@@ -4,7 +4,6 @@ partial run made in process is not resumed on a cluster (the chunks are laid out
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 
 import numpy as np
@@ -23,14 +22,6 @@ def client():
     active = get_client(workers=2)  # LocalCluster(n_workers=2, threads_per_worker=1, processes=True)
     yield active
     active.close()
-
-
-@pytest.fixture
-def saved(fitted, tmp_path):
-    plan, migration = fitted
-    migration = copy.copy(migration)
-    migration.mode = "corpus"
-    return plan, migration, migration.save(tmp_path / "migration.json")
 
 
 def sources(corpus, tmp_path):
@@ -91,7 +82,9 @@ def test_a_partial_in_process_apply_is_not_resumed_on_a_cluster(saved, corpus, t
         apply_migration(
             migration, path, Interrupting(open_store(tmp_path / "old.npy"), 2), tmp_path / "new.npy", chunk_rows=100
         )
-    with pytest.raises(ValueError, match="--output: the partial apply .* was made with another layout"):
+    with pytest.raises(
+        ValueError, match=r"--output: the partial apply .* made with another cluster setting \(client\)"
+    ):
         apply_migration(
             migration, path, open_store(tmp_path / "old.npy"), tmp_path / "new.npy", chunk_rows=100, client=client
         )

@@ -34,7 +34,7 @@ def data():
 def build_faiss(path, ids, vectors):
     import faiss
 
-    index = faiss.IndexIDMap2(faiss.IndexFlatIP(D))
+    index = faiss.IndexIDMap2(faiss.IndexFlatIP(vectors.shape[1]))
     index.add_with_ids(vectors, ids)
     faiss.write_index(index, str(path))
     return path
@@ -63,7 +63,9 @@ def build_qdrant(path, ids, vectors):
     from qdrant_client import QdrantClient, models
 
     client = QdrantClient(path=str(path))
-    client.create_collection("docs", vectors_config=models.VectorParams(size=D, distance=models.Distance.COSINE))
+    client.create_collection(
+        "docs", vectors_config=models.VectorParams(size=vectors.shape[1], distance=models.Distance.COSINE)
+    )
     client.upsert("docs", points=models.Batch(ids=ids.tolist(), vectors=vectors.tolist()))
     client.close()
     return path
@@ -73,7 +75,7 @@ def build_milvus(path, ids, vectors):
     from pymilvus import MilvusClient
 
     client = MilvusClient(str(path))
-    client.create_collection("docs", dimension=D, metric_type="COSINE")
+    client.create_collection("docs", dimension=vectors.shape[1], metric_type="COSINE")
     client.insert("docs", [{"id": int(i), "vector": v.tolist()} for i, v in zip(ids, vectors, strict=True)])
     client.close()
     return path

@@ -13,7 +13,8 @@ it, write ``.path`` chunk by chunk, then ``commit()`` or ``discard()``). ``tests
 module of the package writes a file any other way.
 
 ``same_file`` / ``refuse_inputs`` keep outputs off the inputs of the same command: two paths are the same file when
-they share device and inode (the same path, a symlink or a hard link). ``inside_folder`` keeps the names a folder
+they share device and inode (the same path, a symlink or a hard link); ``refuse_inside_inputs`` keeps them out of
+input folders. ``inside_folder`` keeps the names a folder
 format's manifest lists (``state.json``, an index) inside that folder."""
 
 from __future__ import annotations
@@ -230,6 +231,23 @@ def refuse_inputs(
                 raise ValueError(
                     f"{other_name}: {os.fspath(other_path)!r} is also {name}; give each output its own path"
                 )
+
+
+def refuse_inside_inputs(
+    outputs: Mapping[str, str | os.PathLike | None], inputs: Mapping[str, str | os.PathLike | None]
+) -> None:
+    """Raise ``ValueError`` naming the option when an output lies inside an input folder (a store or a
+    save_to_disk folder is read, never written into), also when either path goes through a symlink."""
+    for name, path in outputs.items():
+        if path is None:
+            continue
+        where = Path(os.path.abspath(path)).resolve()
+        for input_name, input_path in inputs.items():
+            if input_path is not None and Path(input_path).is_dir():
+                if Path(os.path.abspath(input_path)).resolve() in where.parents:
+                    raise ValueError(
+                        f"{name}: {os.fspath(path)!r} is inside the input folder {input_name}; write it elsewhere"
+                    )
 
 
 def inside_folder(folder: str | os.PathLike, name: object, *, manifest: str | os.PathLike) -> Path:

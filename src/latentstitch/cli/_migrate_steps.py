@@ -40,6 +40,8 @@ OPTIONS = {
     "device": "--device",
     "id_column": "--id-column",  # the embedding readers and writers (INDEX as a file, the NEW file apply writes)
     "ids": "--id-column",
+    "output": "--output",
+    "chunk_rows": "--chunk-rows",
 }
 
 

@@ -32,6 +32,7 @@ from latentstitch.cli.options import (
     output_file,
     positive_float,
     positive_int,
+    refuse_overwrite,
     seed,
 )
 
@@ -52,7 +53,8 @@ def _index_options(parser: argparse.ArgumentParser) -> None:
         "--metric",
         choices=METRICS,
         default=None,
-        help="the metric of a file INDEX (default: cosine for unit vectors, else ip); stores say their own",
+        help="the metric of a file or LanceDB INDEX (default: cosine for unit vectors, else ip for a file and l2, its "
+        "default, for LanceDB); other stores say their own",
     )
     group.add_argument("--id-column", default=None, metavar="NAME", help="the id column of a table INDEX")
 
@@ -169,13 +171,12 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("--workers and --scheduler: give one (a local cluster of N workers, or an existing one)")
     if (getattr(args, "queries_new", None) is None) != (getattr(args, "queries_old", None) is None):
         raise UsageError("--queries-old: give both --queries-new and --queries-old (the same queries, both models)")
-    output = output_file(args.output, "--output")
-    from latentstitch._core.atomic import refuse_inputs
-
-    refuse_inputs(
-        {"--output": output},
+    # the inputs first: an output that is an input store folder is refused for that cause, not as "a folder"
+    refuse_overwrite(
+        {"--output": args.output},
         {"INDEX": args.index, "SAMPLE": getattr(args, "sample", None), "MIGRATION": getattr(args, "migration", None)},
     )
+    output = output_file(args.output, "--output")
     pin_threads(args)
     from latentstitch.cli import _migrate_steps as steps
 

@@ -129,22 +129,13 @@ def refuse_overwrite(outputs: Mapping[str, Path | str | None], inputs: Mapping[s
     link: ``latentstitch._core.atomic.refuse_inputs``), another output, or a file inside an input folder (a
     save_to_disk folder is read, never written into). Keys are the options as typed (``-o``, ``--json``,
     ``SOURCE``)."""
-    from latentstitch._core.atomic import refuse_inputs  # standard library only
+    from latentstitch._core.atomic import refuse_inputs, refuse_inside_inputs  # standard library only
 
     try:
         refuse_inputs(outputs, inputs)
+        refuse_inside_inputs(outputs, inputs)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    for name, path in outputs.items():
-        if path is None:
-            continue
-        where = Path(os.path.abspath(path)).resolve()
-        for input_name, input_path in inputs.items():
-            if input_path is not None and Path(input_path).is_dir():
-                if Path(os.path.abspath(input_path)).resolve() in where.parents:
-                    raise UsageError(
-                        f"{name}: {os.fspath(path)!r} is inside the input folder {input_name}; write it elsewhere"
-                    )
 
 
 def input_file(path: Path | str, option: str) -> Path:

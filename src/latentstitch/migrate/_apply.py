@@ -1,11 +1,15 @@
 """Stream an old index through a corpus-side bridge into a **new** collection, never touching the old one.
 
 Chunks of ``chunk_rows`` vectors are bridged (float32 out; re-embedded items keep their true new vectors) and
-written into a work folder beside the output, ``.NAME.partial-apply``, whose ``manifest.json`` lists the chunks
-done with the sha256 of the bridge files and of the source index. An interrupted run (Ctrl-C, a kill, a full
-disk) leaves that folder, named as partial; the same command resumes it and gives the identical result, and refuses
-it if the bridge or the index changed. At the end the new store is built in the work folder and renamed onto the
-output in one step; the manifest is written beside it (``OUTPUT.manifest.json``).
+written into a work folder beside the output, ``.NAME.partial-apply``, whose ``manifest.json`` records what the run
+was given (the sha256 of the bridge files and of the source index, the source, the output kind, ``chunk_rows``, the
+re-embedded sample's digest) and lists the chunks done, each with the digest of its bytes. An interrupted run
+(Ctrl-C, a kill, a full disk) leaves that folder, named as partial; the same call resumes it and gives the identical
+result: a chunk is trusted only when its bytes still have the recorded digest (others are bridged again), and a run
+given anything else (another sample, index, migration, kind or chunk size) is refused. One run at a time writes a
+work folder: it holds a lock on it (``_core.locks``: released by the system when the process ends, however it
+ends), and a second run to the same output is refused at once. At the end the new store is built in the work folder
+and renamed onto the output in one step; the manifest is written beside it (``OUTPUT.manifest.json``).
 
 ``client=``: the chunks are bridged on a Dask cluster (``"local"``: a ``LocalCluster`` of ``workers`` processes
 started here; a ``distributed.Client`` or a scheduler address: that cluster), written by the workers with the same
@@ -15,6 +19,7 @@ protocol (see ``_apply_cluster``); the result has the same bytes as in process. 
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -25,15 +30,39 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch._core.atomic import PARTIAL_MARK, commit_staged, refuse_inputs, write_text
-from latentstitch._core.params import check_device
+from latentstitch._core.atomic import PARTIAL_MARK, commit_staged, refuse_inputs, refuse_inside_inputs, write_text
+from latentstitch._core.locks import hold_lock
+from latentstitch._core.params import check_device, check_positive_int
 from latentstitch._core.progress import progress_bar
-from latentstitch.migrate._chunks import chunk_digest, replace_sampled, write_chunk_files
+from latentstitch.migrate._chunks import (
+    chunk_digest,
+    chunk_ids,
+    chunk_vectors,
+    replace_sampled,
+    verified_chunk,
+    write_chunk_files,
+)
 from latentstitch.migrate._migration import Migration
 from latentstitch.migrate._retrieval import prepare
-from latentstitch.migrate.stores import VectorStore, create_writer, exact_batches
+from latentstitch.migrate.stores import VectorStore, create_writer, exact_batches, writes_in_place
 
 MANIFEST = "manifest.json"
+LOCK = "lock"
+#: What a manifest records of a run, in words for the refusal of a resume given something else.
+GIVEN = {
+    "bridge": "migration (its files changed)",
+    "source": "index content (its files changed)",
+    "source_path": "index",
+    "source_kind": "index kind",
+    "collection": "collection",
+    "rows": "index size",
+    "layout": "cluster setting (client)",
+    "kind": "output kind (kind)",
+    "chunk_rows": "chunk size (chunk_rows)",
+    "dimension": "migration",
+    "metric": "migration",
+    "sample": "re-embedded sample (sample_ids / sample_new)",
+}
 
 
 @dataclass
@@ -96,39 +125,66 @@ def apply_migration(
             f"store: {store.describe()} has {store.dimension} features; the migration was fitted on "
             f"{migration.old_dimension}"
         )
+    chunk_rows = check_positive_int(chunk_rows, "chunk_rows")
     if client is None:
         check_device(device, "device")  # on a cluster, each worker checks its own
+    refuse_inputs({"--output": output}, {"INDEX": store.path, "MIGRATION": migration_path})  # the true cause first
+    refuse_inside_inputs({"output": output}, {"store": store.path})
     if output.exists():
         raise FileExistsError(f"--output: {str(output)!r} exists; apply writes a new collection, never over one")
-    refuse_inputs({"--output": output}, {"INDEX": store.path, "MIGRATION": migration_path})
     if not output.parent.is_dir():
         raise FileNotFoundError(f"--output: the folder {str(output.parent)!r} does not exist")
     replacements = _replacements(migration, sample_ids, sample_new)
-    hashes = {"bridge": migration.bridge_sha256(migration_path), "source": store.fingerprint()}
-    work = work_folder(output)
     kind = kind or store.kind
+    given = {
+        "bridge": migration.bridge_sha256(migration_path),
+        "source": store.fingerprint(),
+        "source_path": str(store.path),
+        "source_kind": store.kind,
+        "collection": store.collection,
+        "rows": store.count,
+        "layout": None,  # set once the writer says whether it writes in place
+        "kind": kind,
+        "chunk_rows": chunk_rows,
+        "dimension": migration.new_dimension,
+        "metric": migration.metric,
+        "sample": _sample_digest(replacements),
+    }
+    work = work_folder(output)
     work.mkdir(exist_ok=True)
+    busy = f"output: {str(output)!r} is being written by another apply right now; wait for it to end"
+    with hold_lock(work / LOCK, busy):
+        if output.exists():  # another run finished it while this one was starting
+            raise FileExistsError(f"--output: {str(output)!r} exists; apply writes a new collection, never over one")
+        result = _apply_locked(migration, store, output, work, given, replacements, device, client, workers, progress)
+        shutil.rmtree(work, ignore_errors=True)
+    return ApplyResult(output, *result, time.perf_counter() - started)
+
+
+def _apply_locked(migration, store, output, work, given, replacements, device, client, workers, progress):
+    """The apply itself, in its locked work folder: the rows, dimension, chunks, resumed chunks and manifest."""
+    kind, chunk_rows = given["kind"], given["chunk_rows"]
     options = {**store.writer_options(), "rows": store.count}
-    staged_name = "out" + (output.suffix if kind in ("file", "faiss", "milvus") else "")
-    writer = create_writer(
-        kind,
-        work / staged_name,
-        dimension=migration.new_dimension,
-        metric=migration.metric,
-        collection=output.stem,
-        **options,
-    )
-    # in process, a writer that can write at an offset (a memory-mapped .npy) gets each chunk directly; on a cluster
-    # the workers write chunk files, read here at the end
-    in_place = getattr(writer, "in_place", False) and client is None
-    layout = "in-place" if in_place else "chunk-files"
-    manifest = _open_manifest(work, hashes, layout, store, chunk_rows, migration)
+    staged = work / ("out" + (output.suffix if kind in ("file", "faiss", "milvus") else ""))
+
+    def new_writer():
+        return create_writer(
+            kind, staged, dimension=migration.new_dimension, metric=migration.metric, collection=output.stem, **options
+        )
+
+    # in process, a writer that can write at an offset (a memory-mapped .npy) gets each chunk directly (and is
+    # resumed in place); otherwise the chunks are files, and the new store is built from them at the end
+    in_place = client is None and writes_in_place(kind, staged)
+    writer = new_writer() if in_place else None
+    given["layout"] = "in-place" if in_place else "chunk-files"
+    manifest = _open_manifest(work, given)
     total = -(-store.count // chunk_rows)
+    _drop_unverified(manifest, work, writer if in_place else None, chunk_rows)
     resumed = len(manifest["done"])
 
     def record(number: int, digest: str) -> None:
         manifest["done"][str(number)] = digest
-        write_text(work / MANIFEST, json.dumps(manifest, indent=1), option="--output")
+        write_text(work / MANIFEST, json.dumps(manifest, indent=1), option="output")
 
     with progress_bar(bool(progress)) as bar:
         task = None if bar is None else bar.add_task(f"migrating {store.path.name}", total=store.count)
@@ -165,63 +221,86 @@ def apply_migration(
             raise
     try:
         if not in_place:
+            _remove(staged)  # a store an interrupted run had begun building from the chunks: built again
+            writer = new_writer()
             if writer.ids_first:  # every id first: the batches then stream
-                writer.begin(np.concatenate([_chunk_ids(work, number) for number in range(total)]))
+                writer.begin(np.concatenate([chunk_ids(work, number) for number in range(total)]))
             start = 0
             for number in range(total):
-                ids = _chunk_ids(work, number)
-                vectors = np.load(work / f"chunk-{number:06d}.npy", allow_pickle=False)
-                if getattr(writer, "in_place", False):
+                ids, vectors = chunk_ids(work, number), chunk_vectors(work, number)
+                if writer.in_place:
                     writer.write_at(start, vectors)
                 else:
                     writer.add(ids, vectors)
                 start += len(ids)
         writer.close()
-        commit_staged(work / staged_name, output)
+        commit_staged(staged, output)
     except OSError as error:
         if error.errno in (errno.ENOSPC, errno.EDQUOT):
             raise _disk_full(error, work, total, total) from None
         raise
-    final = {**manifest, "output": str(output), "kind": kind, "status": "complete"}
+    final = {**manifest, "output": str(output), "status": "complete"}
     manifest_path = output.with_name(output.name + ".manifest.json")
-    write_text(manifest_path, json.dumps(final, indent=1) + "\n", option="--output")
-    shutil.rmtree(work, ignore_errors=True)
-    return ApplyResult(
-        output, manifest_path, store.count, migration.new_dimension, total, resumed, time.perf_counter() - started
-    )
+    write_text(manifest_path, json.dumps(final, indent=1) + "\n", option="output")
+    return manifest_path, store.count, migration.new_dimension, total, resumed
 
 
-def _chunk_ids(work: Path, number: int) -> np.ndarray:
-    return np.load(work / f"ids-{number:06d}.npy", allow_pickle=False)
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
 
 
-def _open_manifest(
-    work: Path, hashes: dict, layout: str, store: VectorStore, chunk_rows: int, migration: Migration
-) -> dict:
-    expected = {
-        "hashes": hashes,
-        "layout": layout,
-        "source": str(store.path),
-        "source_kind": store.kind,
-        "rows": store.count,
-        "chunk_rows": chunk_rows,
-        "dimension": migration.new_dimension,
-        "metric": migration.metric,
-    }
+def _drop_unverified(manifest: dict, work: Path, in_place, chunk_rows: int) -> None:
+    """Forget the chunks whose bytes are not the ones the manifest recorded (a file lost, cut or overwritten, an
+    in-place output recreated empty): they are bridged again, never trusted."""
+    for number, digest in list(manifest["done"].items()):
+        if in_place is not None:
+            good = chunk_digest(in_place.read_at(int(number) * chunk_rows, chunk_rows)) == digest
+        else:
+            good = verified_chunk(work, int(number), digest)
+        if not good:
+            del manifest["done"][number]
+
+
+def _open_manifest(work: Path, given: dict) -> dict:
+    """The work folder's manifest: a fresh one, or the interrupted run's when it was given the same."""
     path = work / MANIFEST
     if path.exists():
-        manifest = json.loads(path.read_text())
-        differs = [k for k in expected if manifest.get(k) != expected[k]]
-        if differs:
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+            recorded = {k: manifest["hashes"][k] if k in ("bridge", "source") else manifest[k] for k in given}
+            done = manifest["done"]
+        except (ValueError, KeyError, TypeError):
             raise ValueError(
-                f"--output: the partial apply in {str(work)!r} was made with another {', '.join(differs)}; remove "
-                "that folder to start again, or resume with the same bridge, index, --chunk-rows and cluster setting"
+                f"output: the partial apply in {str(work)!r} has a damaged or older manifest; remove that folder to "
+                "start again"
+            ) from None
+        differs = [k for k in given if recorded[k] != given[k]]
+        if differs:
+            words = ", ".join(dict.fromkeys(GIVEN[k] for k in differs))
+            raise ValueError(
+                f"--output: the partial apply in {str(work)!r} was made with another {words}; remove that folder to "
+                "start again, or resume with the same migration, index, sample, kind, chunk_rows and cluster setting"
             )
+        if not isinstance(done, dict):
+            raise ValueError(f"output: the partial apply in {str(work)!r} has a damaged manifest; remove that folder")
         return manifest
-    work.mkdir(exist_ok=True)
-    manifest = {**expected, "done": {}}
-    write_text(path, json.dumps(manifest, indent=1), option="--output")
+    hashes = {"bridge": given["bridge"], "source": given["source"]}
+    manifest = {"hashes": hashes, **{k: v for k, v in given.items() if k not in hashes}, "done": {}}
+    write_text(path, json.dumps(manifest, indent=1), option="output")
     return manifest
+
+
+def _sample_digest(replacements: dict[str, np.ndarray] | None) -> str | None:
+    """The digest of the re-embedded sample as apply uses it (ids and their vectors, in id order)."""
+    if not replacements:
+        return None
+    digest = hashlib.sha256()
+    for key in sorted(replacements):
+        digest.update(key.encode("utf-8") + b"\0" + np.ascontiguousarray(replacements[key], np.float32).tobytes())
+    return digest.hexdigest()
 
 
 def _replacements(migration: Migration, sample_ids, sample_new) -> dict[str, np.ndarray] | None:

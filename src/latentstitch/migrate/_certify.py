@@ -23,12 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch._core.params import check_seed
+from latentstitch._core.params import check_probability, check_seed
 from latentstitch.migrate._confidence import confidence_curve, neighbourhood_agreement
 from latentstitch.migrate._fit import QuerySample
 from latentstitch.migrate._migration import Migration, metric_words
 from latentstitch.migrate._report import Certificate
 from latentstitch.migrate._retrieval import (
+    check_rows,
     overlap,
     pair_scores,
     positions,
@@ -82,18 +83,20 @@ def certify_migration(
     """Measure ``migration`` on the held-out re-embedded items (``holdout_ids``, a subset of ``sample_ids``); see
     the module docstring. ``store``: an opened ``VectorStore`` whose own ANN search is also measured (query-side)."""
     check_seed(seed)
+    level = check_probability(level, "level", low_open=True, high_open=True)
     if threshold_space not in ("old", "new"):
         raise ValueError(f"threshold_space: expected 'old' or 'new', got {threshold_space!r}")
     rng = np.random.default_rng(seed)
     metric = migration.metric
-    index_ids = np.asarray(index_ids)
-    old = np.asarray(index_vectors, dtype=np.float32)
+    index_ids, old = check_rows(index_ids, index_vectors, "index_ids", "index_vectors")
+    old = old.astype(np.float32, copy=False)
     if old.shape[1] != migration.old_dimension:
         raise ValueError(
             f"index_vectors: the migration was fitted on an index of {migration.old_dimension} features, got "
             f"{old.shape[1]}"
         )
-    sample_ids, new = np.asarray(sample_ids), np.asarray(sample_new, dtype=np.float32)
+    sample_ids, new = check_rows(sample_ids, sample_new, "sample_ids", "sample_new")
+    new = new.astype(np.float32, copy=False)
     if new.ndim != 2 or new.shape[1] != migration.new_dimension or len(new) != len(sample_ids):
         raise ValueError(
             f"sample_new: expected one {migration.new_dimension}-feature vector per sample id ({len(sample_ids)}), "

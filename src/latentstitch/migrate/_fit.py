@@ -24,7 +24,7 @@ from latentstitch._core.folds import kfold, training_rows
 from latentstitch._core.params import check_seed
 from latentstitch.bridge import Bridge, BridgeWarning, resolve_routes
 from latentstitch.migrate._migration import MODES, Migration
-from latentstitch.migrate._retrieval import check_metric, per_query, positions, prepare, ranks, search
+from latentstitch.migrate._retrieval import check_metric, check_rows, per_query, positions, prepare, ranks, search
 
 #: The index rows the cross-validation searches at most (the sample's documents and random others).
 MAX_INDEX = 20_000
@@ -136,18 +136,19 @@ def fit_migration(
     for mode in modes:
         if mode not in MODES:
             raise ValueError(f"modes: expected some of {', '.join(MODES)}, got {mode!r}")
-    old = np.asarray(index_vectors, dtype=np.float32)
-    new = np.asarray(sample_new, dtype=np.float32)
-    ids = np.asarray(sample_ids)
-    if old.ndim != 2:
-        raise ValueError(f"index_vectors: expected (documents, features), got shape {old.shape}")
-    if new.ndim != 2 or len(new) != len(ids):
-        raise ValueError(f"sample_new: expected one new vector per sample id ({len(ids)}), got shape {new.shape}")
+    index_ids, old = check_rows(index_ids, index_vectors, "index_ids", "index_vectors")
+    ids, new = check_rows(sample_ids, sample_new, "sample_ids", "sample_new")
+    old, new = old.astype(np.float32, copy=False), new.astype(np.float32, copy=False)
     if len(np.unique(ids)) != len(ids):
         raise ValueError(f"sample_ids: {len(ids) - len(np.unique(ids))} ids appear more than once")
     keep = ~np.isin(ids.astype(str), np.asarray(holdout_ids).astype(str))
+    if keep.sum() < 2:
+        raise ValueError(
+            f"holdout_ids: {int((~keep).sum())} of the {len(ids)} re-embedded documents are held out, leaving "
+            f"{int(keep.sum())} to fit on; expected at least 2: re-embed more, or hold fewer out"
+        )
     ids, new = ids[keep], new[keep]
-    rows = positions(np.asarray(index_ids), ids, "sample_ids")
+    rows = positions(index_ids, ids, "sample_ids")
     if queries is not None:
         queries = queries.check(new.shape[1], old.shape[1])
     warning = coverage_warning(old, rows, metric, seed)

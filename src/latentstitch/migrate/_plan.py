@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from latentstitch._core.atomic import atomic_path, write_text
-from latentstitch._core.params import check_seed
-from latentstitch.migrate._retrieval import prepare, search
+from latentstitch._core.params import check_probability, check_seed
+from latentstitch.migrate._retrieval import check_rows, prepare, search
 
 STRATEGIES = ("random", "kmeans", "farthest")
 
@@ -140,14 +140,19 @@ def plan_sample(
     check_seed(seed)
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy: expected one of {', '.join(STRATEGIES)}, got {strategy!r}")
-    if not 0 <= holdout < 1:
-        raise ValueError(f"holdout: expected a share in [0, 1), got {holdout}")
+    holdout = check_probability(holdout, "holdout", high_open=True)
+    ids, vectors = check_rows(ids, vectors, "ids", "vectors", min_rows=2)
     count = budget_count(budget, len(ids))
     rng = np.random.default_rng(seed)
     n_holdout = round(holdout * count)
+    if count - n_holdout < 2:
+        raise ValueError(
+            f"holdout: {holdout:g} of a budget of {count} items holds out {n_holdout} and leaves {count - n_holdout} "
+            "to fit on; expected at least 2 to fit: lower holdout or raise budget"
+        )
     # the held-out part is a random draw of the corpus (it must stand for the untouched rest); the fit part is
     # chosen by the strategy among the remaining items
     held = rng.choice(len(ids), size=n_holdout, replace=False) if n_holdout else np.empty(0, np.int64)
     remaining = np.setdiff1d(np.arange(len(ids)), held)
     picked = remaining[choose_items(vectors[remaining], count - n_holdout, strategy, metric, rng)]
-    return MigrationPlan(np.asarray(ids)[picked], np.asarray(ids)[held], strategy, len(ids), seed)
+    return MigrationPlan(ids[picked], ids[held], strategy, len(ids), seed)

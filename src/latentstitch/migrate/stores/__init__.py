@@ -51,6 +51,29 @@ def guess_kind(path: Path) -> str:
     return "faiss" if head in INDEX_TYPES or head in (b"IxMp", b"IxM2") else "file"
 
 
+#: What each kind of store looks like on disk (for the refusal of a path that is not one).
+LOOKS = {
+    "file": "an embedding file or a save_to_disk folder",
+    "faiss": "a FAISS index file",
+    "lancedb": "a NAME.lance table folder or a folder holding them",
+    "chroma": "a Chroma folder (with chroma.sqlite3)",
+    "qdrant": "a Qdrant local folder (with meta.json and collection/)",
+    "milvus": "a Milvus Lite .db file or folder",
+}
+
+
+def check_kind(path: Path, kind: str, option: str) -> None:
+    """Refuse, before any engine opens it, a path that is not a store of the ``kind`` given: an engine opening a
+    folder that is not its own writes its files into it (Chroma's ``chroma.sqlite3``, Qdrant's ``meta.json``)."""
+    found = guess_kind(path)
+    if found == kind or (kind == "faiss" and found == "file" and path.is_file()):
+        return  # a file given as FAISS: its header is checked before FAISS reads it (check_faiss_file)
+    raise StoreError(
+        f"{option}: {str(path)!r} is not {LOOKS[kind]}; it looks like {LOOKS[found]} (kind {found!r}): give that "
+        "kind, or leave kind out to have it guessed"
+    )
+
+
 def _classes(kind: str, option: str) -> tuple[Any, Any]:
     import importlib
 
@@ -74,6 +97,8 @@ def open_store(
     name where the store holds several; ``metric`` for files, which have none; ``id_column`` for tables)."""
     source = as_path(path, option)
     store_class, _ = _classes(kind or guess_kind(source), option)
+    if kind is not None:
+        check_kind(source, kind, option)
     return store_class(source, option, collection=collection, metric=metric, id_column=id_column)
 
 
@@ -86,6 +111,12 @@ def create_writer(
     return writer_class(Path(os.fspath(path)), dimension, metric, collection, **options)
 
 
+def writes_in_place(kind: str, path: str | os.PathLike) -> bool:
+    """Whether the writer of ``kind`` at ``path`` takes rows at an offset (``StoreWriter.in_place``)."""
+    _, writer_class = _classes(kind, "kind")
+    return writer_class.writes_in_place(Path(os.fspath(path)))
+
+
 __all__ = [
     "BATCH_ROWS",
     "KINDS",
@@ -94,9 +125,11 @@ __all__ = [
     "VectorStore",
     "check_faiss_file",
     "check_ids",
+    "check_kind",
     "create_writer",
     "exact_batches",
     "fingerprint",
     "guess_kind",
     "open_store",
+    "writes_in_place",
 ]

@@ -1,6 +1,8 @@
 """Chroma persistent collections (``chromadb``): a ``PersistentClient`` folder (``--collection`` names the
-collection; the only one by default). Ids are Chroma's strings; the metric is the collection's ``hnsw:space``
-(``cosine``, ``l2`` or ``ip``; Chroma's default is l2)."""
+collection; the only one by default). Ids are Chroma's strings; the metric is the collection's space (``cosine``,
+``l2`` or ``ip``; Chroma's default is l2), read from its configuration (Chroma 1.x, ``configuration=``) or else its
+``hnsw:space`` metadata. The Chroma client rewrites files of the folder it opens (its SQLite database, the index's
+``length.bin``): a store is read from a private snapshot copy (``VectorStore.snapshot``)."""
 
 from __future__ import annotations
 
@@ -23,18 +25,29 @@ def _client(path: Path):
     return lib.PersistentClient(path=str(path), settings=lib.config.Settings(anonymized_telemetry=False))
 
 
+def _space(handle) -> str:
+    """A collection's distance: its configuration's (Chroma 1.x, set by ``configuration=`` or by the metadata),
+    else the ``hnsw:space`` metadata of older versions, else Chroma's default, l2."""
+    configuration = getattr(handle, "configuration", None) or {}
+    for index in ("hnsw", "spann"):
+        space = (configuration.get(index) or {}).get("space") if isinstance(configuration, dict) else None
+        if space:
+            return str(getattr(space, "value", space))
+    return (handle.metadata or {}).get("hnsw:space", "l2")
+
+
 class ChromaStore(VectorStore):
     kind = "chroma"
     has_search = True
 
     def __init__(self, path: Path, option: str, *, collection=None, metric=None, **_):
         super().__init__(path, option, collection)
-        self.client = _client(path)
+        self.client = _client(self.snapshot())  # the Chroma client rewrites files of the folder it opens
         names = [c if isinstance(c, str) else c.name for c in self.client.list_collections()]
         self.collection = _only(names, collection, self.error)
         self.handle = self.client.get_collection(self.collection)
         self.count = self.handle.count()
-        self.metric = (self.handle.metadata or {}).get("hnsw:space", "l2")
+        self.metric = _space(self.handle)
         if self.count == 0:
             raise self.error(f"collection {self.collection!r} holds no vectors")
         first = self.handle.get(include=["embeddings"], limit=1)

@@ -172,12 +172,11 @@ class FaissWriter(StoreWriter):
             inner = lib.IndexIVFFlat(quantizer, self.dimension, int(self.options.get("nlist", 1)), metric)
             sample = np.concatenate([v for _, v in self.parts])
             inner.train(sample[:: max(1, len(sample) // 100_000)])
-            index = inner  # IVF keeps the ids itself
         else:
             inner = lib.IndexFlat(self.dimension, metric)
         index = inner if kind == "ivf" else lib.IndexIDMap2(inner)
         for ids, vectors in self.parts:
             index.add_with_ids(vectors, ids)
-        if kind == "ivf":
-            index.quantizer_keep = quantizer  # the quantizer must outlive the index until it is written
+        # an IVF index only points at its quantizer: the local ``quantizer`` keeps it alive until the index is
+        # written (FAISS's Python objects take no new attributes to hold it)
         lib.write_index(index, str(self.path))

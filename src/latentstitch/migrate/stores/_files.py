@@ -56,6 +56,10 @@ class FileWriter(StoreWriter):
             mode = "r+" if path.exists() else "w+"
             self.memmap = np.lib.format.open_memmap(path, mode=mode, dtype=np.float32, shape=(rows, dimension))
 
+    @staticmethod
+    def writes_in_place(path: Path) -> bool:
+        return path.suffix == ".npy"
+
     @property
     def in_place(self) -> bool:
         return self.memmap is not None
@@ -67,6 +71,9 @@ class FileWriter(StoreWriter):
     def write_at(self, start: int, vectors: np.ndarray) -> None:
         self.memmap[start : start + len(vectors)] = vectors
         self.memmap.flush()
+
+    def read_at(self, start: int, rows: int) -> np.ndarray:
+        return np.array(self.memmap[start : start + rows])
 
     def begin(self, ids: np.ndarray) -> None:
         ids = np.asarray(ids)

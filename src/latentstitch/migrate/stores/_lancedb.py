@@ -1,7 +1,8 @@
 """LanceDB tables (``lancedb``): a database folder (``--collection`` names the table; the only one by default) or
 a ``NAME.lance`` table folder. The vectors are the table's fixed-size-list column (``vector`` by default), the
 ids its ``id`` column (or ``id_column``). A table has no metric of its own (LanceDB takes it at search time): give
-``metric=``, else unit rows read as cosine and others as inner product (LanceDB's ``dot``).
+``metric=``, else unit rows read as cosine (all three metrics rank unit vectors alike) and others as l2, LanceDB's
+default search metric (what ``table.search(query)`` ranks by unless told otherwise), with a warning that says so.
 
 The table is streamed (LanceDB's scan as Arrow record batches): opening it reads its schema, its row count and the
 id column (to check the ids), never all its vectors; ``batches`` holds one batch at a time."""
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from latentstitch._core.callsite import warn_at_caller
 from latentstitch._core.extras import require
 from latentstitch.migrate._retrieval import check_metric
 from latentstitch.migrate.stores._protocol import (
@@ -69,7 +71,14 @@ class LanceStore(VectorStore):
             self.metric = check_metric(metric, "metric")
         else:
             first = next(self.batches(4096), (None, np.zeros((0, self.dimension), np.float32)))[1]
-            self.metric = "cosine" if unit_norm(first) else "ip"
+            self.metric = "cosine" if unit_norm(first) else "l2"
+            if self.metric == "l2":
+                warn_at_caller(
+                    f"metric: table {self.collection!r} of {str(path)!r} holds vectors that are not unit length and "
+                    "a table has no metric of its own: l2 is assumed, LanceDB's default search metric; give metric "
+                    "'ip' or 'cosine' if your searches use that",
+                    UserWarning,
+                )
 
     def _scan(self, columns: list[str], rows: int):
         """The table's rows in scan order (the same on every read of an unchanged table), as record batches."""

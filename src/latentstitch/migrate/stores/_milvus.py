@@ -1,6 +1,7 @@
 """Milvus Lite collections (``pymilvus`` with ``milvus-lite``): a ``.db`` file (``--collection`` names the
 collection; the only one by default). The vectors are the float-vector field, the ids the primary key; the metric
-is the vector index's (IP, L2 or COSINE). Milvus Lite starts a local server per file (about a second)."""
+is the vector index's (IP, L2 or COSINE). Milvus Lite starts a local server per file (about a second) and writes
+into the file it opens (its index files): a store is read from a private snapshot copy (``VectorStore.snapshot``)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ class MilvusStore(VectorStore):
     def __init__(self, path: Path, option: str, *, collection=None, metric=None, **_):
         super().__init__(path, option, collection)
         try:
-            self.client = milvus().MilvusClient(str(path))
+            self.client = milvus().MilvusClient(str(self.snapshot()))  # Milvus Lite writes into what it opens
         except Exception as error:  # milvus-lite raises its own types for a file it cannot open
             raise self.error(f"cannot be opened by Milvus Lite ({str(error)[:200]})") from None
         self.collection = _only(list(self.client.list_collections()), collection, self.error)
@@ -70,7 +71,7 @@ class MilvusStore(VectorStore):
         )
         return np.asarray([[hit["id"] for hit in row] for row in found])
 
-    def close(self) -> None:
+    def release(self) -> None:
         self.client.close()
 
 

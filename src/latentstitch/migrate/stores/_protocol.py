@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import tempfile
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -62,8 +65,27 @@ class VectorStore:
     def fingerprint(self) -> str:
         return fingerprint(self.path)
 
+    def snapshot(self) -> Path:
+        """A private copy of the store for an engine that writes into the folder it opens and has no read-only
+        mode (Chroma, Qdrant's local mode, Milvus Lite): the engine opens the copy, the user's store is never
+        written. The copy lives in a fresh temporary folder (``TMPDIR``), removed on ``close`` or at exit."""
+        folder = Path(tempfile.mkdtemp(prefix="latentstitch-store-"))
+        self._snapshot = weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
+        copy = folder / self.path.name
+        if self.path.is_dir():
+            shutil.copytree(self.path, copy, symlinks=True)
+        else:
+            shutil.copy2(self.path, copy)
+        return copy
+
     def close(self) -> None:
-        """Release the store (database clients hold locks or servers)."""
+        """Release the store (database clients hold locks or servers) and remove its snapshot, if any."""
+        self.release()
+        if getattr(self, "_snapshot", None) is not None:
+            self._snapshot()
+
+    def release(self) -> None:
+        """Close the engine's client (what ``close`` does before it removes a snapshot)."""
 
     def describe(self) -> str:
         named = f" collection {self.collection!r}" if self.collection else ""
@@ -77,9 +99,12 @@ class VectorStore:
 class StoreWriter:
     """A new collection being written: ``add(ids, vectors)`` in batches, then ``close()`` makes it whole. The
     writer writes at ``path`` only (a path that does not exist yet). A writer with ``ids_first`` (a file format that
-    stores the ids beside the vectors) streams its batches when it is given every id up front (``begin(ids)``)."""
+    stores the ids beside the vectors) streams its batches when it is given every id up front (``begin(ids)``). A
+    writer ``in_place`` (a memory-mapped ``.npy``, whose ids are its row numbers) takes rows at an offset instead
+    (``write_at``) and reads them back (``read_at``: a resume checks the rows it trusts)."""
 
     ids_first = False
+    in_place = False
 
     def __init__(self, path: Path, dimension: int, metric: str, collection: str, **options: Any):
         self.path, self.dimension, self.metric, self.collection = path, dimension, metric, collection
@@ -90,6 +115,17 @@ class StoreWriter:
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         raise NotImplementedError
+
+    @staticmethod
+    def writes_in_place(path: Path) -> bool:
+        """Whether a writer of this class at ``path`` is ``in_place`` (known before it is created)."""
+        return False
+
+    def write_at(self, start: int, vectors: np.ndarray) -> None:
+        raise NotImplementedError(f"{type(self).__name__} is not written in place")
+
+    def read_at(self, start: int, rows: int) -> np.ndarray:
+        raise NotImplementedError(f"{type(self).__name__} is not written in place")
 
     def close(self) -> None:
         pass

@@ -1,7 +1,8 @@
 """Qdrant collections in local mode (``qdrant-client``, ``QdrantClient(path=...)``): the folder (``--collection``
 names the collection; the only one by default). Ids are Qdrant's (unsigned integers or UUIDs); the metric is the
 collection's distance (Cosine, Dot, Euclid; Manhattan is refused). Qdrant stores a cosine collection's vectors
-normalised."""
+normalised. Local mode locks and may rewrite the folder it opens: a store is read from a private snapshot copy
+(``VectorStore.snapshot``)."""
 
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ class QdrantStore(VectorStore):
 
     def __init__(self, path: Path, option: str, *, collection=None, metric=None, **_):
         super().__init__(path, option, collection)
-        try:
-            self.client = qdrant().QdrantClient(path=str(path))
-        except RuntimeError as error:  # another process holds the folder's lock
-            raise self.error(f"cannot be opened by Qdrant ({error})") from None
+        try:  # local mode takes a lock file in the folder it opens and may rewrite meta.json: a snapshot is opened
+            self.client = qdrant().QdrantClient(path=str(self.snapshot()))
+        except (RuntimeError, ValueError, OSError) as error:
+            raise self.error(f"cannot be opened by Qdrant ({str(error)[:200]})") from None
         names = [c.name for c in self.client.get_collections().collections]
         self.collection = _only(names, collection, self.error)
         params = self.client.get_collection(self.collection).config.params.vectors
@@ -61,7 +62,7 @@ class QdrantStore(VectorStore):
             ]
         )
 
-    def close(self) -> None:
+    def release(self) -> None:
         self.client.close()
 
 

@@ -1,0 +1,82 @@
+"""The Python API's bad inputs are the library's own errors naming the argument and what was expected (never a
+numpy, scikit-learn or statistics error from deep inside, never accepted and wrong): plain lists work, 3-D input, an
+empty sample, a hold-out that leaves nothing to fit, a confidence level outside (0, 1), a chunk size that is not a
+positive integer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from latentstitch.migrate import apply_migration, certify_migration, fit_migration, open_store, plan_sample
+
+
+def test_plain_lists_are_read_like_arrays(corpus):
+    ids, old = corpus.ids[:200], corpus.old[:200]
+    from_lists = plan_sample(ids.tolist(), old.tolist(), 20, strategy="random", seed=3)
+    from_arrays = plan_sample(ids, old, 20, strategy="random", seed=3)
+    np.testing.assert_array_equal(from_lists.ids, from_arrays.ids)
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        (lambda c: {"vectors": c.old[:, :, None]}, ValueError, r"vectors: expected a 2-D array, got shape"),
+        (lambda c: {"ids": c.ids[:0], "vectors": c.old[:0]}, ValueError, r"vectors: expected at least 2 rows"),
+        (lambda c: {"ids": c.ids[:150]}, ValueError, r"ids: expected one id per row of vectors \(600 rows\), got 150"),
+        (lambda c: {"budget": 3, "holdout": 0.9}, ValueError, r"holdout: 0.9 of a budget of 3 .* leaves 0 to fit"),
+        (lambda c: {"holdout": "0.3"}, TypeError, r"holdout: expected a number"),
+    ],
+)
+def test_plan_sample_names_the_bad_argument(corpus, change, error, message):
+    arguments = {"ids": corpus.ids, "vectors": corpus.old, "budget": 20, **change(corpus)}
+    with pytest.raises(error, match=message):
+        plan_sample(arguments.pop("ids"), arguments.pop("vectors"), arguments.pop("budget"), **arguments)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda c, p: {"index_vectors": c.old[:, :, None]}, r"index_vectors: expected a 2-D array"),
+        (lambda c, p: {"sample_ids": p.ids[:0], "sample_new": c.new_of(p.ids)[:0]}, r"sample_new: expected at least 1"),
+        (lambda c, p: {"index_ids": c.ids[:10]}, r"index_ids: expected one id per row of index_vectors"),
+        (lambda c, p: {"holdout_ids": p.ids}, r"holdout_ids: .* held out, leaving 0 to fit on; expected at least 2"),
+    ],
+)
+def test_fit_migration_names_the_bad_argument(corpus, fitted, change, message):
+    plan, _ = fitted
+    arguments = {
+        "index_ids": corpus.ids,
+        "index_vectors": corpus.old,
+        "sample_ids": plan.ids,
+        "sample_new": corpus.new_of(plan.ids),
+        **change(corpus, plan),
+    }
+    with pytest.raises(ValueError, match=message):
+        fit_migration(**arguments, folds=3)
+
+
+@pytest.mark.parametrize("level", [1.5, 0, 1, float("nan")])
+def test_certify_names_a_level_outside_zero_one(corpus, fitted, level):
+    plan, migration = fitted
+    with pytest.raises(ValueError, match=r"level: expected a finite number in \(0, 1\)"):
+        certify_migration(
+            migration, corpus.ids, corpus.old, plan.ids, corpus.new_of(plan.ids), plan.holdout_ids, level=level
+        )
+
+
+@pytest.mark.parametrize(
+    ("chunk_rows", "error", "message"),
+    [
+        (2.5, TypeError, r"chunk_rows: expected an integer, got 2.5"),
+        (True, TypeError, r"chunk_rows: expected an integer, got True"),
+        (-5, ValueError, r"chunk_rows: expected an integer >= 1, got -5"),
+        (0, ValueError, r"chunk_rows: expected an integer >= 1, got 0"),
+    ],
+)
+def test_apply_names_a_chunk_size_that_is_not_a_positive_integer(corpus, saved, tmp_path, chunk_rows, error, message):
+    _, migration, path = saved
+    np.save(tmp_path / "old.npy", corpus.old)
+    with pytest.raises(error, match=message):
+        apply_migration(migration, path, open_store(tmp_path / "old.npy"), tmp_path / "new.npy", chunk_rows=chunk_rows)
+    assert not (tmp_path / "new.npy").exists()
