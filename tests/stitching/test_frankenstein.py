@@ -219,6 +219,7 @@ def test_an_unfitted_estimator_is_fitted_on_the_data_by_streaming():
     assert torch.allclose(coef.double(), one_shot.coef_, atol=1e-5)
 
 
+@pytest.mark.kernels
 def test_fit_direct_over_chunks_equals_the_one_shot_fit():
     model_a, x = _model("tiny10", 0)
     model_b, _ = _model("tiny10", 1)
