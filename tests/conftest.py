@@ -12,7 +12,10 @@ settings.register_profile(
 settings.register_profile("dev", max_examples=25, deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# At most two intra-op threads, unless OMP_NUM_THREADS says otherwise (.ci/run's second pass on other kernels runs
+# one thread: another order of each parallel sum).
+if "OMP_NUM_THREADS" not in os.environ:
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 
 def pytest_addoption(parser):

@@ -200,6 +200,7 @@ def test_generalized_procrustes_recovers_rotated_views_and_composes(seed):
     assert GeneralizedProcrustes().fit(shuffled).score_ < 0.3
 
 
+@pytest.mark.kernels
 def test_generalized_procrustes_streams_and_route_form(tmp_path):
     _, spaces = views(0, noise=0.1)
     whole = GeneralizedProcrustes().fit(spaces)
@@ -222,6 +223,7 @@ def test_generalized_procrustes_streams_and_route_form(tmp_path):
         GeneralizedProcrustes().fit(spaces[0])
 
 
+@pytest.mark.kernels
 def test_generalized_procrustes_on_dask_equals_in_memory():
     da = pytest.importorskip("dask.array")
     _, spaces = views(1, noise=0.1)

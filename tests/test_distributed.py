@@ -77,6 +77,7 @@ def test_get_client_rejects_other_types():
         get_client(client=3)
 
 
+@pytest.mark.kernels
 def test_projection_is_lazy_with_the_rows_chunks_of_x(threads_scheduler):
     x, _ = drifting_pair(n=500, p=12)
     anchors = x[::50]
@@ -124,6 +125,7 @@ def test_dask_inputs_are_checked_before_computing(threads_scheduler):
         LeastSquares().fit(x, y).transform(da.from_array(x[:, :5]))
 
 
+@pytest.mark.kernels
 def test_feature_maps_and_a_numpy_partner(threads_scheduler):
     """(N, C, H, W) activations are matched per position; a numpy array paired with a dask array follows its
     chunks."""
@@ -138,6 +140,7 @@ def test_feature_maps_and_a_numpy_partner(threads_scheduler):
     assert relative_error(mapped.compute(), expected.transform(a)) < 1e-10
 
 
+@pytest.mark.kernels
 def test_sparse_lasso_and_minibatch_cka_take_dask_arrays(threads_scheduler):
     """Every moment-based stitcher takes dask arrays (Lasso: same statistics, same solver); minibatch CKA takes
     each block of rows as one minibatch."""
@@ -163,6 +166,7 @@ def test_sparse_lasso_and_minibatch_cka_take_dask_arrays(threads_scheduler):
     ],
     ids=["svcca", "pwcca", "angular"],
 )
+@pytest.mark.kernels
 def test_other_streaming_measures_take_dask_arrays(threads_scheduler, make, one_shot):
     x, y = drifting_pair(n=900, p=12, q=12)
     assert make().update(da.from_array(x, chunks=200), y).compute() == pytest.approx(one_shot(x, y), rel=1e-9)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from rounding import assert_close_to_rounding
 
 from latentstitch import relative_projection
 from latentstitch.relative import RelativeProjection, sparsify_similarities
@@ -32,10 +33,19 @@ def test_sharpening_keeps_each_row_s_order(rng):
 
 
 @pytest.mark.parametrize("similarity", ["cosine", "dot"])
+@pytest.mark.kernels
 def test_chunks_equal_one_pass(similarity, rng):
     x, anchors = rng.normal(size=(53, 6)), rng.normal(size=(11, 6))
     one = relative_projection(x, anchors, similarity, top_k=3, power=2.0, chunk_size=100)
-    np.testing.assert_array_equal(relative_projection(x, anchors, similarity, top_k=3, power=2.0, chunk_size=7), one)
+    chunked = relative_projection(x, anchors, similarity, top_k=3, power=2.0, chunk_size=7)
+    # each chunk is the one-pass projection of its rows, byte for byte (the same rows through the same kernel) ...
+    parts = [
+        relative_projection(x[start : start + 7], anchors, similarity, top_k=3, power=2.0) for start in range(0, 53, 7)
+    ]
+    np.testing.assert_array_equal(chunked, np.concatenate(parts))
+    # ... and equals the product of all 53 rows at once up to the order of its sums of 6 terms (another kernel)
+    assert_close_to_rounding(chunked, one, terms=x.shape[1])
+    np.testing.assert_array_equal(chunked == 0, one == 0)  # the same top 3 kept (no near tie at the 3rd)
 
 
 def test_gradient_flows_to_the_kept_similarities(device):

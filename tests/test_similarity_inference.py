@@ -41,6 +41,7 @@ BATCHED = [(name, {}) for name in sorted(NULL_KERNELS)] + [
 
 
 @pytest.mark.parametrize(("name", "options"), BATCHED, ids=[f"{n}-{o}" if o else n for n, o in BATCHED])
+@pytest.mark.kernels
 def test_batched_null_equals_the_loop(name, options, device):
     spec = sim.MEASURES[name]
     x, y = (torch.from_numpy(v).to(device) for v in related())
@@ -65,6 +66,7 @@ def test_batched_null_in_float32_matches_the_float64_loop(device):
         np.testing.assert_allclose(batched, looped, atol=2e-5)
 
 
+@pytest.mark.kernels
 def test_batch_size_does_not_change_the_null():
     x, y = related()
     one = sim.permutation_test(x, y, "linear_cka", permutations=20, batch_size=1)
@@ -360,6 +362,7 @@ def test_self_pair_free_estimators_are_never_given_a_row_twice():
     assert half.scheme == "half" and half.low < half.value < half.high
 
 
+@pytest.mark.kernels
 def test_streaming_bootstrap_on_dask_equals_in_memory():
     da = pytest.importorskip("dask.array")
     x, y = related(n=80, p=5, q=4)
@@ -372,6 +375,7 @@ def test_streaming_bootstrap_on_dask_equals_in_memory():
     np.testing.assert_allclose(stream.replicate_values(), in_memory.replicates, rtol=1e-10)
 
 
+@pytest.mark.kernels
 def test_row_weights_do_not_depend_on_chunks():
     for scheme, (mean, variance) in (("poisson", (1.0, 1.0)), ("half", (0.5, 0.25))):
         whole = sim.row_weights(3, 0, 20_000, 7, scheme)

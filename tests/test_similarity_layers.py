@@ -100,6 +100,7 @@ def reference(model_a, model_b, batches, result, measures, pooling="mean") -> li
 
 
 @pytest.mark.parametrize("batch_size", [1, 2, 5])
+@pytest.mark.kernels
 def test_every_pair_equals_the_one_shot_measures_whatever_the_batch_size(batch_size):
     # torch-cka's "HSIC computation resulted in NaNs": batches of 1-3 rows divide by (n-1)(n-2) = 0. Here the
     # statistics are those of all rows, so any batch size gives the one-shot value.
@@ -144,6 +145,7 @@ def test_bfloat16_activations_of_huge_scale_give_the_float64_value(scale, precis
     np.testing.assert_allclose(result.values["procrustes_distance"], expected_procrustes, atol=1e-4)
 
 
+@pytest.mark.kernels
 def test_partitions_merge_to_the_single_pass():
     model_a, model_b = Tokens(8, 2, seed=7), Tokens(6, 3, seed=8)
     batches = token_batches(8, 5, seed=3)

@@ -137,6 +137,7 @@ def _small_cases():
 
 
 @pytest.mark.parametrize("name, n", list(_small_cases()))
+@pytest.mark.kernels
 def test_batched_null_equals_the_loop_at_tiny_n(name, n):
     rng = np.random.default_rng(n)
     x = rng.standard_normal((n, 3)).astype(np.float32)

@@ -243,6 +243,7 @@ def test_mrr_truncation_matches_its_definition():
     assert top3 == pytest.approx(np.mean(np.where(ranks <= 3, 1 / ranks, 0.0)))
 
 
+@pytest.mark.kernels
 def test_large_inputs_are_chunked(monkeypatch):
     import latentstitch._core.knn as knn
 

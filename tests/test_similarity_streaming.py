@@ -13,6 +13,8 @@ from safetensors.torch import load, save
 from latentstitch import similarity as sim
 from latentstitch.similarity.measures._cka_statistics import CKAStatistics, RowNormSums
 
+pytestmark = pytest.mark.kernels  # a stream of chunks against one pass
+
 STREAMS = [
     (lambda: sim.StreamingCKA(), sim.cka),
     (lambda: sim.StreamingCKA(debiased=True), lambda x, y: sim.cka(x, y, debiased=True)),

@@ -28,6 +28,7 @@ def _pair(seed, n, p, q):
 @pytest.mark.parametrize(
     "name", ["ridge", "ridge_raw", "low_rank", "procrustes_scaled", "procrustes_norm", "procrustes"]
 )
+@pytest.mark.kernels
 def test_a_fast_path_bridges_held_out_anchors_as_the_estimator_fitted_on_the_fold(name, shape):
     source, target = _pair(0, *shape)
     anchors = Anchors(source, target, np.array_split(np.random.default_rng(1).permutation(shape[0]), 4), 0)

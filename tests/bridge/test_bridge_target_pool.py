@@ -54,6 +54,7 @@ def test_the_anchors_own_rows_in_the_pool_are_left_out():
     assert any("80 target_pool rows equal to an anchor's" in note for note in whole.notes_)
 
 
+@pytest.mark.kernels
 def test_the_pool_is_read_from_torch_and_dask_as_from_numpy():
     import dask.array as da
 

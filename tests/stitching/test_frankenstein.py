@@ -219,6 +219,7 @@ def test_an_unfitted_estimator_is_fitted_on_the_data_by_streaming():
     assert torch.allclose(coef.double(), one_shot.coef_, atol=1e-5)
 
 
+@pytest.mark.kernels
 def test_fit_direct_over_chunks_equals_the_one_shot_fit():
     model_a, x = _model("tiny10", 0)
     model_b, _ = _model("tiny10", 1)
@@ -390,6 +391,7 @@ def test_cka_penalty_lowers_cka_of_a_self_stitched_network(pair):
 # --- activations ----------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.kernels
 def test_get_activations_matches_a_manual_forward_pass_and_stops_early():
     model, x = _model("tiny10")
     calls = []
@@ -399,11 +401,14 @@ def test_get_activations_matches_a_manual_forward_pass_and_stops_early():
     assert not calls  # the forward pass stopped after relu5
     with torch.no_grad():
         expected = model[:6](x)
-        assert torch.equal(acts["bn2"], model[:5](x)) and torch.equal(acts["relu5"], model[:15](x))
+        # the same batches of 7 through the same kernels: byte for byte (a batch of 24 may add in another order)
+        assert torch.equal(acts["bn2"], torch.cat([model[:5](part) for part in x.split(7)]))
+        assert torch.equal(acts["relu5"], torch.cat([model[:15](part) for part in x.split(7)]))
         assert torch.equal(get_activations(model, x, "relu2"), expected)
     assert model.training is False
 
 
+@pytest.mark.kernels
 def test_get_activations_downsamples_streams_and_reads_loaders():
     model, x = _model("tiny10")
     small = get_activations(model, x, "bn1", downsample=5)
@@ -415,18 +420,19 @@ def test_get_activations_downsamples_streams_and_reads_loaders():
         is None
     )
     assert [len(t) for t in seen] == [10, 10, 4]
-    loader = DataLoader(TensorDataset(x, torch.zeros(len(x))), batch_size=5)
+    loader = DataLoader(TensorDataset(x, torch.zeros(len(x))), batch_size=10)  # the batches of `seen`: same bytes
     assert torch.equal(get_activations(model, loader, "bn3"), torch.cat(seen))
-    assert torch.equal(get_activations(model, x.numpy(), "bn3"), torch.cat(seen))
+    assert torch.equal(get_activations(model, x.numpy(), "bn3", batch_size=10), torch.cat(seen))
 
 
+@pytest.mark.kernels
 def test_activations_chunked_to_disk_read_back(tmp_path):
     model, x = _model("tiny10")
     store = get_activations(model, x, ["bn2", "fc"], store=tmp_path / "acts", chunk_size=10, batch_size=7)
     assert isinstance(store, ActivationStore) and len(store) == 24
     assert [len(chunk["fc"]) for chunk in store.chunks()] == [10, 10, 4]
     assert store.shapes == {"bn2": (8, 24, 24), "fc": (10,)}
-    in_memory = get_activations(model, x, ["bn2", "fc"])
+    in_memory = get_activations(model, x, ["bn2", "fc"], batch_size=7)  # the same batches: the same bytes
     assert torch.equal(ActivationStore(tmp_path / "acts").load("bn2"), in_memory["bn2"])
     with pytest.raises(FileExistsError):
         get_activations(model, x, "fc", store=tmp_path / "acts")

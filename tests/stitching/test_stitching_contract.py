@@ -96,6 +96,7 @@ def test_score_is_variance_weighted_r2_of_transform(estimator):
 
 
 @pytest.mark.parametrize("estimator", STREAMING, ids=_ids)
+@pytest.mark.kernels
 def test_partial_fit_over_chunks_equals_fit(estimator, on):
     a, b = on(*make_pair(n=400))  # on the --device
     one_shot = clone(estimator).fit(a, b)

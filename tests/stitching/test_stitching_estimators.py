@@ -72,6 +72,7 @@ def test_ridge_agrees_with_scikit_learn_ridge():
     np.testing.assert_allclose(fitted.intercept_, reference.intercept_, rtol=1e-9)
 
 
+@pytest.mark.kernels
 def test_least_squares_streams_float32_chunks_exactly(on):
     a = gaussian(3000, 16, 0).astype(np.float32)
     b = (a @ gaussian(16, 5, 1) + gaussian(3000, 5, 2)).astype(np.float32)

@@ -8,6 +8,8 @@ import torch
 
 from latentstitch._core.moments import CrossMoments
 
+pytestmark = pytest.mark.kernels  # merged chunks against one pass
+
 
 def paired(n=500, seed=0):
     rng = np.random.default_rng(seed)

@@ -8,7 +8,7 @@
 - ``certify_migration(...)``: a ``Certificate`` (Recall@1/@10, MRR@10, nDCG@10, top-10 overlap with bootstrap
   intervals, threshold remapping, per-document confidence and the re-embedding curve).
 - ``apply_migration(migration, path, store, output)``: stream the old index into a new collection, resumable;
-  ``client=`` runs the chunks on a Dask cluster (same bytes), ``device=`` the bridge on a GPU.
+  ``client=`` runs the chunks on a Dask cluster (same bytes on the same kind of CPU), ``device=`` the bridge on a GPU.
 - ``stores.open_store(path)``: FAISS, LanceDB, Chroma, Qdrant (local), Milvus Lite and embedding files behind one
   protocol.
 

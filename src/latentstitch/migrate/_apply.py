@@ -13,8 +13,8 @@ and renamed onto the output in one step; the manifest is written beside it (``OU
 
 ``client=``: the chunks are bridged on a Dask cluster (``"local"``: a ``LocalCluster`` of ``workers`` processes
 started here; a ``distributed.Client`` or a scheduler address: that cluster), written by the workers with the same
-protocol (see ``_apply_cluster``); the result has the same bytes as in process. ``device=``: where the bridge runs
-("cuda" on a GPU; on a cluster, each worker's device)."""
+protocol (see ``_apply_cluster``); on workers of the same kind of CPU the result has the same bytes as in process.
+``device=``: where the bridge runs ("cuda" on a GPU; on a cluster, each worker's device)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``apply`` on a Dask cluster: the chunks are bridged by the cluster's workers, each written by its worker into the
 work folder with the same atomic protocol as in process (``ids-NNNNNN.npy`` and ``chunk-NNNNNN.npy``, then the
 manifest entry, written here once the chunk is on disk), so an interrupted run resumes the same way and the result
-has the same bytes.
+has the same bytes (the same chunks through the same kernels, on workers of the same kind of CPU).
 
 This process reads the source index chunk by chunk and keeps at most two chunks per worker in flight, so its memory
 is bounded by the chunk, not the index. The workers write into the work folder beside the output: on a cluster of
