@@ -31,6 +31,7 @@ from latentstitch.migrate._inputs import (
     check_level,
     check_thresholds,
     check_vectors,
+    held_in_sample,
     held_within,
     warn_or_refuse,
 )
@@ -62,16 +63,7 @@ def _held_out(migration: Migration, sample_ids: np.ndarray, holdout_ids: np.ndar
     """Per sample id, whether the certificate measures it: held out here and, where the migration kept the ids it
     held out of its fit, held out there too (one it was fitted on would measure training data). Some ids amiss are
     a ``MigrationWarning``; none left, or fewer than 10, an error."""
-    known = held_within(holdout_ids, sample_ids)
-    warn_or_refuse(
-        int((~known).sum()),
-        len(known),
-        f"holdout_ids: none of the {len(known)} held-out ids is in sample_ids (not re-embedded), so nothing can be "
-        "measured; give the held-out ids of the plan the sample was re-embedded for",
-        f"holdout_ids: {int((~known).sum())} of {len(known)} held-out ids are not in sample_ids (not re-embedded); "
-        "the certificate measures the others",
-    )
-    held = held_within(sample_ids, holdout_ids)
+    held = held_in_sample(holdout_ids, sample_ids, "nothing can be measured")
     if migration.holdout_ids is not None:
         fitted = held & ~held_within(sample_ids, np.asarray(migration.holdout_ids, dtype=str))
         warn_or_refuse(

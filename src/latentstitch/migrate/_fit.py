@@ -23,7 +23,14 @@ from sklearn.base import clone
 from latentstitch._core.folds import kfold, training_rows
 from latentstitch._core.params import check_seed
 from latentstitch.bridge import Bridge, resolve_routes
-from latentstitch.migrate._inputs import MigrationWarning, check_ids, check_vectors, held_within, warn_or_refuse
+from latentstitch.migrate._inputs import (
+    MigrationWarning,
+    check_ids,
+    check_vectors,
+    held_in_sample,
+    held_within,
+    warn_or_refuse,
+)
 from latentstitch.migrate._migration import MODES, CurveMeasure, Migration
 from latentstitch.migrate._retrieval import check_metric, per_query, positions, prepare, ranks, search
 
@@ -172,17 +179,8 @@ def fit_migration(
     new = check_vectors(sample_new, "sample_new", metric=metric, min_rows=2, distinct=True)
     ids = check_ids(sample_ids, "sample_ids", count=len(new), count_name="sample_new")
     holdout_ids = check_ids(holdout_ids, "holdout_ids")
-    held = held_within(holdout_ids, ids)
-    warn_or_refuse(
-        int((~held).sum()),
-        len(held),
-        f"holdout_ids: none of the {len(held)} held-out ids is in sample_ids, so nothing is held out for the "
-        "certificate; give the held-out ids of the plan the sample was re-embedded for",
-        f"holdout_ids: {int((~held).sum())} of {len(held)} held-out ids are not in sample_ids (not re-embedded); "
-        "only the others are held out",
-    )
-    keep = ~held_within(ids, holdout_ids)
-    ids, new = ids[keep], new[keep]
+    keep = ~held_in_sample(holdout_ids, ids, "nothing is held out for the certificate")
+    held_ids, ids, new = ids[~keep], ids[keep], new[keep]
     if len(ids) < 2:
         raise ValueError(
             f"holdout_ids: they leave {len(ids)} of the {len(keep)} re-embedded items to fit on; expected at least 2"
@@ -214,7 +212,7 @@ def fit_migration(
         old_dimension=old.shape[1],
         new_dimension=new.shape[1],
         notes=[warning] if warning else [],
-        holdout_ids=[str(i) for i in holdout_ids[held].tolist()],
+        holdout_ids=[str(i) for i in held_ids.tolist()],
     )
 
 

@@ -129,6 +129,22 @@ def warn_or_refuse(missing: int, total: int, refuse: str, warn: str) -> None:
         warnings.warn(warn, MigrationWarning, stacklevel=3)
 
 
+def held_in_sample(holdout_ids: np.ndarray, sample_ids: np.ndarray, consequence: str) -> np.ndarray:
+    """Per sample id, whether ``holdout_ids`` holds it. Held-out ids outside the sample (not re-embedded): none
+    inside is an error (``consequence``: what would follow), some a ``MigrationWarning``."""
+    known = held_within(holdout_ids, sample_ids)
+    missing = int((~known).sum())
+    warn_or_refuse(
+        missing,
+        len(known),
+        f"holdout_ids: none of the {len(known)} held-out ids is in sample_ids (not re-embedded), so {consequence}; "
+        "give the held-out ids of the plan the sample was re-embedded for",
+        f"holdout_ids: {missing} of {len(known)} held-out ids are not in sample_ids (not re-embedded); only the "
+        "others are held out",
+    )
+    return held_within(sample_ids, holdout_ids)
+
+
 def check_level(level: Any, name: str = "level") -> float:
     """A confidence level of an interval: a number strictly between 0 and 1."""
     return check_number(level, name, low=0.0, high=1.0, low_open=True, high_open=True)
