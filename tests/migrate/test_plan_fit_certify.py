@@ -16,6 +16,7 @@ from latentstitch.migrate import (
     save_plan,
 )
 from latentstitch.migrate._fit import coverage_warning
+from latentstitch.migrate._migration import CurveMeasure
 
 
 @pytest.mark.parametrize("strategy", ["random", "kmeans", "farthest"])
@@ -177,7 +178,7 @@ def test_learning_curve_grows_with_the_pairs_and_round_trips(fitted, tmp_path):
         assert "queries:recall@10" not in curve  # no labelled queries
     chosen = migration.learning[migration.mode]["documents:recall@1"]
     assert chosen[-1] > chosen[0]  # 16 old features: a quarter of the pairs leaves the map under-determined
-    assert migration.learning_gain()[0] == "documents:recall@1"
+    assert migration.learning_gain()[0] == CurveMeasure("documents", "recall@1")
     assert "learning curve" in migration.learning_words()
     loaded = Migration.load(migration.save(tmp_path / "migration.json"))
     assert loaded.learning == migration.learning
@@ -223,5 +224,5 @@ def test_labelled_queries_give_the_curve_in_their_units(corpus):
     )
     curve = migration.learning[migration.mode]
     assert curve["sample_pairs"] == 2 * len(plan.fit_ids)  # documents and their queries
-    assert migration.learning_gain()[0] == "queries:recall@10"
+    assert migration.learning_gain()[0] == CurveMeasure("queries", "recall@10")
     assert "labelled queries" in migration.learning_words() and "--queries-relevant" not in migration.learning_words()

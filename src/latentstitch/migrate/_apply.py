@@ -42,6 +42,7 @@ from latentstitch.migrate._chunks import (
     verified_chunk,
     write_chunk_files,
 )
+from latentstitch.migrate._inputs import check_ids, check_vectors
 from latentstitch.migrate._migration import Migration
 from latentstitch.migrate._retrieval import prepare
 from latentstitch.migrate.stores import VectorStore, create_writer, exact_batches, writes_in_place
@@ -306,10 +307,13 @@ def _sample_digest(replacements: dict[str, np.ndarray] | None) -> str | None:
 def _replacements(migration: Migration, sample_ids, sample_new) -> dict[str, np.ndarray] | None:
     if sample_ids is None:
         return None
-    new = np.asarray(sample_new, dtype=np.float32)
-    if new.ndim != 2 or new.shape[1] != migration.new_dimension or len(new) != len(sample_ids):
-        raise ValueError(
-            f"sample_new: expected one {migration.new_dimension}-feature vector per sample id, got {new.shape}"
-        )
+    new = check_vectors(
+        sample_new,
+        "sample_new",
+        metric=migration.metric,
+        width=migration.new_dimension,
+        width_of="like the migration's new model",
+    )
+    sample_ids = check_ids(sample_ids, "sample_ids", count=len(new), count_name="sample_new")
     vectors = prepare(new, migration.metric).numpy()
-    return {str(i): vectors[row] for row, i in enumerate(np.asarray(sample_ids).tolist())}
+    return {str(i): vectors[row] for row, i in enumerate(sample_ids.tolist())}

@@ -23,13 +23,21 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch._core.params import check_probability, check_seed
+from latentstitch._core.params import check_choice, check_seed
 from latentstitch.migrate._confidence import confidence_curve, neighbourhood_agreement
 from latentstitch.migrate._fit import QuerySample
+from latentstitch.migrate._inputs import (
+    check_ids,
+    check_level,
+    check_thresholds,
+    check_vectors,
+    held_in_sample,
+    held_within,
+    warn_or_refuse,
+)
 from latentstitch.migrate._migration import Migration, metric_words
 from latentstitch.migrate._report import Certificate
 from latentstitch.migrate._retrieval import (
-    check_rows,
     overlap,
     pair_scores,
     positions,
@@ -44,13 +52,35 @@ def _query_sets(migration, old, new_by_row, held_rows, fit_rows, queries, index_
     """name -> (new query vectors, old query vectors, relevant rows)."""
     sets = {"documents": (new_by_row[held_rows], old[held_rows], held_rows)}
     if queries is not None and queries.relevant is not None:
-        known = np.isin(queries.relevant.astype(str), np.asarray(index_ids).astype(str))
-        rows = np.full(len(queries.new), -1)
-        rows[known] = positions(index_ids, queries.relevant[known], "queries_relevant")
+        rows = queries.relevant_rows(index_ids)
         keep = (rows >= 0) & ~np.isin(rows, fit_rows)
         if keep.any():
             sets["queries"] = (queries.new[keep], queries.old[keep], rows[keep])
     return sets
+
+
+def _held_out(migration: Migration, sample_ids: np.ndarray, holdout_ids: np.ndarray) -> np.ndarray:
+    """Per sample id, whether the certificate measures it: held out here and, where the migration kept the ids it
+    held out of its fit, held out there too (one it was fitted on would measure training data). Some ids amiss are
+    a ``MigrationWarning``; none left, or fewer than 10, an error."""
+    held = held_in_sample(holdout_ids, sample_ids, "nothing can be measured")
+    if migration.holdout_ids is not None:
+        fitted = held & ~held_within(sample_ids, np.asarray(migration.holdout_ids, dtype=str))
+        warn_or_refuse(
+            int(fitted.sum()),
+            int(held.sum()),
+            f"holdout_ids: the migration was fitted on all {int(held.sum())} of them (they were not in "
+            "fit_migration's holdout_ids), so a certificate would measure its training data; certify on the ids "
+            "held out of the fit",
+            f"holdout_ids: the migration was fitted on {int(fitted.sum())} of the {int(held.sum())} (they were not in "
+            "fit_migration's holdout_ids); the certificate leaves them out and measures the others",
+        )
+        held &= ~fitted
+    if held.sum() < 10:
+        raise ValueError(
+            f"holdout_ids: expected at least 10 held-out re-embedded items in the sample, got {int(held.sum())}"
+        )
+    return held
 
 
 def _bridged_index(migration, old, fit_rows, fit_new):
@@ -83,36 +113,35 @@ def certify_migration(
     """Measure ``migration`` on the held-out re-embedded items (``holdout_ids``, a subset of ``sample_ids``); see
     the module docstring. ``store``: an opened ``VectorStore`` whose own ANN search is also measured (query-side)."""
     check_seed(seed)
-    level = check_probability(level, "level", low_open=True, high_open=True)
-    if threshold_space not in ("old", "new"):
-        raise ValueError(f"threshold_space: expected 'old' or 'new', got {threshold_space!r}")
-    rng = np.random.default_rng(seed)
+    check_choice(threshold_space, "threshold_space", ("old", "new"))
+    level = check_level(level)
     metric = migration.metric
-    index_ids, old = check_rows(index_ids, index_vectors, "index_ids", "index_vectors")
-    old = old.astype(np.float32, copy=False)
-    if old.shape[1] != migration.old_dimension:
-        raise ValueError(
-            f"index_vectors: the migration was fitted on an index of {migration.old_dimension} features, got "
-            f"{old.shape[1]}"
-        )
-    sample_ids, new = check_rows(sample_ids, sample_new, "sample_ids", "sample_new")
-    new = new.astype(np.float32, copy=False)
-    if new.ndim != 2 or new.shape[1] != migration.new_dimension or len(new) != len(sample_ids):
-        raise ValueError(
-            f"sample_new: expected one {migration.new_dimension}-feature vector per sample id ({len(sample_ids)}), "
-            f"got shape {new.shape}"
-        )
-    held = np.isin(sample_ids.astype(str), np.asarray(holdout_ids).astype(str))
-    if held.sum() < 10:
-        raise ValueError(
-            f"holdout_ids: expected at least 10 held-out re-embedded items in the sample, got {held.sum()}"
-        )
+    thresholds = check_thresholds(thresholds, metric)
+    rng = np.random.default_rng(seed)
+    old = check_vectors(
+        index_vectors,
+        "index_vectors",
+        metric=metric,
+        width=migration.old_dimension,
+        width_of="like the index the migration was fitted on",
+        min_rows=2,
+    )
+    index_ids = check_ids(index_ids, "index_ids", count=len(old), count_name="index_vectors")
+    new = check_vectors(
+        sample_new,
+        "sample_new",
+        metric=metric,
+        width=migration.new_dimension,
+        width_of="like the migration's new model",
+    )
+    sample_ids = check_ids(sample_ids, "sample_ids", count=len(new), count_name="sample_new")
+    held = _held_out(migration, sample_ids, check_ids(holdout_ids, "holdout_ids"))
     sample_rows = positions(index_ids, sample_ids, "sample_ids")
     held_rows, fit_rows = sample_rows[held], sample_rows[~held]
     new_by_row = np.zeros((len(old), new.shape[1]), np.float32)
     new_by_row[sample_rows] = new
     if queries is not None:
-        queries = queries.check(migration.new_dimension, migration.old_dimension)
+        queries = queries.check(migration.new_dimension, migration.old_dimension, metric)
     migrated = _bridged_index(migration, old, fit_rows, new[~held]) if "corpus" in migration.bridges else None
     sets = _query_sets(migration, old, new_by_row, held_rows, fit_rows, queries, index_ids)
     measures: dict[str, Any] = {}

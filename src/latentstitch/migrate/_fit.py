@@ -22,19 +22,23 @@ from sklearn.base import clone
 
 from latentstitch._core.folds import kfold, training_rows
 from latentstitch._core.params import check_seed
-from latentstitch.bridge import Bridge, BridgeWarning, resolve_routes
-from latentstitch.migrate._migration import MODES, Migration
-from latentstitch.migrate._retrieval import check_metric, check_rows, per_query, positions, prepare, ranks, search
+from latentstitch.bridge import Bridge, resolve_routes
+from latentstitch.migrate._inputs import (
+    MigrationWarning,
+    check_ids,
+    check_vectors,
+    held_in_sample,
+    held_within,
+    warn_or_refuse,
+)
+from latentstitch.migrate._migration import MODES, CurveMeasure, Migration
+from latentstitch.migrate._retrieval import check_metric, per_query, positions, prepare, ranks, search
 
 #: The index rows the cross-validation searches at most (the sample's documents and random others).
 MAX_INDEX = 20_000
 #: Shares of each fold's training pairs the learning curve fits on (``Migration.learning``): what re-embedding a
 #: quarter, a half and all of the sample gives, to judge whether re-embedding more still pays.
 CURVE_SHARES = (0.25, 0.5, 1.0)
-
-
-class MigrationWarning(UserWarning):
-    """Something the user of a migration should know (the sample covers one corner of the corpus, ...)."""
 
 
 @dataclass
@@ -46,23 +50,57 @@ class QuerySample:
     old: np.ndarray
     relevant: np.ndarray | None = None
 
-    def check(self, new_width: int, old_width: int) -> QuerySample:
-        new, old = np.asarray(self.new, np.float32), np.asarray(self.old, np.float32)
-        if new.ndim != 2 or new.shape[1] != new_width:
-            raise ValueError(f"queries_new: expected (queries, {new_width}) like the sample, got {new.shape}")
-        if old.ndim != 2 or old.shape[1] != old_width:
-            raise ValueError(f"queries_old: expected (queries, {old_width}) like the index, got {old.shape}")
+    def check(self, new_width: int, old_width: int, metric: str | None = None) -> QuerySample:
+        new = check_vectors(
+            self.new, "queries_new", metric=metric, width=new_width, width_of="like the sample", rows="queries"
+        )
+        old = check_vectors(
+            self.old, "queries_old", metric=metric, width=old_width, width_of="like the index", rows="queries"
+        )
         if len(new) != len(old):
             raise ValueError(f"queries_old: expected {len(new)} rows like queries_new, got {len(old)}")
-        relevant = None if self.relevant is None else np.asarray(self.relevant)
-        if relevant is not None and len(relevant) != len(new):
-            raise ValueError(f"queries_relevant: expected one id per query ({len(new)}), got {len(relevant)}")
+        relevant = None
+        if self.relevant is not None:  # several queries may share their relevant document
+            relevant = check_ids(
+                self.relevant, "queries_relevant", count=len(new), count_name="queries_new", unique=False
+            )
         return QuerySample(new, old, relevant)
+
+    def relevant_rows(self, index_ids: np.ndarray) -> np.ndarray:
+        """Each labelled query's row in the index, -1 where its relevant id is not there (not indexed, deleted);
+        none there is an error, some a ``MigrationWarning`` (those queries are not scored)."""
+        known = held_within(self.relevant, index_ids)
+        warn_or_refuse(
+            int((~known).sum()),
+            len(known),
+            f"queries_relevant: none of the {len(known)} relevant ids is in the index, so no query can be scored; "
+            "give the ids the index holds",
+            f"queries_relevant: {int((~known).sum())} of {len(known)} relevant ids are not in the index (never "
+            "indexed, or deleted since); those queries are not scored",
+        )
+        rows = np.full(len(known), -1)
+        rows[known] = positions(index_ids, self.relevant[known], "queries_relevant")
+        return rows
 
 
 def translation_routes() -> list[str]:
     """The bridge routes a vector index can read: every automatic route of the translation family."""
     return [spec.name for spec in resolve_routes("auto") if spec.family == "translation"]
+
+
+def check_routes(routes: Sequence[str] | None) -> list[str]:
+    """The bridge routes to try (default ``translation_routes()``): route names of the translation family, the
+    only routes whose output is a vector of the other model's space that an index can search."""
+    if routes is None:
+        return translation_routes()
+    specs = resolve_routes(routes)
+    others = [spec.name for spec in specs if spec.family != "translation"]
+    if others:
+        raise ValueError(
+            f"routes: {', '.join(others)} {'is' if len(others) == 1 else 'are'} not a translation route; a migration "
+            f"maps vectors into the other model's space, e.g. {', '.join(translation_routes())}"
+        )
+    return [spec.name for spec in specs]
 
 
 def coverage_warning(old: np.ndarray, sample_rows: np.ndarray, metric: str, seed: int) -> str | None:
@@ -98,9 +136,8 @@ def _bridge(mode, old, new, routes, seed, inner_folds, index=None) -> Bridge:
     index's vectors: ``Bridge.fit(target_pool=...)``), the search the bridged queries will run."""
     source, target = _pairs(mode, old, new)
     pool = index if mode == "query" else None
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", BridgeWarning)
-        return Bridge(routes=list(routes), cv=inner_folds, seed=seed).fit(source, target, target_pool=pool)
+    # the bridge's own warnings (pairs that repeat, no route better than chance) reach the user
+    return Bridge(routes=list(routes), cv=inner_folds, seed=seed).fit(source, target, target_pool=pool)
 
 
 def _fold_score(mode, bridge, index_old, train_rows, train_new, query_new, relevant_rows, metric) -> dict:
@@ -136,25 +173,24 @@ def fit_migration(
     for mode in modes:
         if mode not in MODES:
             raise ValueError(f"modes: expected some of {', '.join(MODES)}, got {mode!r}")
-    index_ids, old = check_rows(index_ids, index_vectors, "index_ids", "index_vectors")
-    ids, new = check_rows(sample_ids, sample_new, "sample_ids", "sample_new")
-    old, new = old.astype(np.float32, copy=False), new.astype(np.float32, copy=False)
-    if len(np.unique(ids)) != len(ids):
-        raise ValueError(f"sample_ids: {len(ids) - len(np.unique(ids))} ids appear more than once")
-    keep = ~np.isin(ids.astype(str), np.asarray(holdout_ids).astype(str))
-    if keep.sum() < 2:
+    routes = check_routes(routes)
+    old = check_vectors(index_vectors, "index_vectors", metric=metric, min_rows=2)
+    index_ids = check_ids(index_ids, "index_ids", count=len(old), count_name="index_vectors")
+    new = check_vectors(sample_new, "sample_new", metric=metric, min_rows=2, distinct=True)
+    ids = check_ids(sample_ids, "sample_ids", count=len(new), count_name="sample_new")
+    holdout_ids = check_ids(holdout_ids, "holdout_ids")
+    keep = ~held_in_sample(holdout_ids, ids, "nothing is held out for the certificate")
+    held_ids, ids, new = ids[~keep], ids[keep], new[keep]
+    if len(ids) < 2:
         raise ValueError(
-            f"holdout_ids: {int((~keep).sum())} of the {len(ids)} re-embedded documents are held out, leaving "
-            f"{int(keep.sum())} to fit on; expected at least 2: re-embed more, or hold fewer out"
+            f"holdout_ids: they leave {len(ids)} of the {len(keep)} re-embedded items to fit on; expected at least 2"
         )
-    ids, new = ids[keep], new[keep]
     rows = positions(index_ids, ids, "sample_ids")
     if queries is not None:
-        queries = queries.check(new.shape[1], old.shape[1])
+        queries = queries.check(new.shape[1], old.shape[1], metric)
     warning = coverage_warning(old, rows, metric, seed)
     if warning:
         warnings.warn(warning, MigrationWarning, stacklevel=2)
-    routes = list(routes) if routes is not None else translation_routes()
     old_n, new_n = prepare(old, metric).numpy(), prepare(new, metric).numpy()
     bridges = {}
     for mode in modes:  # each mode's route is chosen once, by the bridge's own cross-validation on every pair
@@ -163,7 +199,7 @@ def fit_migration(
             source_old = np.concatenate([source_old, prepare(queries.old, metric).numpy()])
             source_new = np.concatenate([source_new, prepare(queries.new, metric).numpy()])
         bridges[mode] = _bridge(mode, source_old, source_new, routes, seed, inner_folds, old_n)
-    scores, learning = _cross_validate(old_n, rows, new_n, queries, np.asarray(index_ids), bridges, metric, folds, seed)
+    scores, learning = _cross_validate(old_n, rows, new_n, queries, index_ids, bridges, metric, folds, seed)
     chosen = max(modes, key=lambda m: float(np.mean(scores[m])))
     return Migration(
         mode=chosen,
@@ -176,6 +212,7 @@ def fit_migration(
         old_dimension=old.shape[1],
         new_dimension=new.shape[1],
         notes=[warning] if warning else [],
+        holdout_ids=[str(i) for i in held_ids.tolist()],
     )
 
 
@@ -191,11 +228,7 @@ def _cross_validate(old, rows, new, queries, index_ids, bridges, metric, folds, 
     q_new = None if queries is None else prepare(queries.new, metric).numpy()
     q_old = None if queries is None else prepare(queries.old, metric).numpy()
     q_parts = np.array_split(rng.permutation(len(q_new)), folds) if queries is not None else None
-    q_rows = None
-    if labelled:
-        in_index = np.isin(queries.relevant.astype(str), index_ids.astype(str))
-        q_rows = np.full(len(q_new), -1)
-        q_rows[in_index] = positions(index_ids, queries.relevant[in_index], "queries_relevant")
+    q_rows = queries.relevant_rows(index_ids) if labelled else None
     scores: dict[str, list[float]] = {m: [] for m in bridges}
     curve = {m: {share: [] for share in CURVE_SHARES} for m in bridges}
     for fold in range(folds):
@@ -234,7 +267,7 @@ def _by_part(values: dict[str, np.ndarray], documents: int) -> dict[str, float]:
     them, as ``"documents:recall@10"`` ... (a part with no query is left out)."""
     parts = {"documents": slice(0, documents), "queries": slice(documents, None)}
     return {
-        f"{part}:{name}": float(v[rows].mean())
+        CurveMeasure(part, name).key: float(v[rows].mean())
         for part, rows in parts.items()
         for name, v in values.items()
         if len(v[rows])

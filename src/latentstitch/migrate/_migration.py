@@ -16,13 +16,39 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch._core.atomic import atomic_path, write_text
+from latentstitch._core.atomic import atomic_path, inside_folder, write_text
 from latentstitch._core.params import check_device
 from latentstitch.bridge import Bridge
 from latentstitch.migrate._retrieval import check_metric, prepare
 
 MODES = ("query", "corpus")
 FORMAT = "latentstitch-migration/1"
+#: The query sets of a learning curve: the re-embedded documents as their own queries, and labelled real queries.
+CURVE_PARTS = ("documents", "queries")
+
+
+@dataclass(frozen=True)
+class CurveMeasure:
+    """One measure of a learning curve: ``part`` (one of ``CURVE_PARTS``) and ``name`` (``per_query``'s, e.g.
+    ``"recall@10"``); stored in a migration file under ``key``, ``"documents:recall@10"``."""
+
+    part: str
+    name: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.part}:{self.name}"
+
+    @classmethod
+    def parse(cls, key: object, name: str = "learning") -> CurveMeasure:
+        """The measure of a stored ``key``; a ``ValueError`` naming ``name`` when it is not ``PART:MEASURE``."""
+        part, sep, measure = key.partition(":") if isinstance(key, str) else ("", "", "")
+        if not sep or part not in CURVE_PARTS or not measure or ":" in measure:
+            raise ValueError(
+                f"{name}: the learning curve's key {key!r} is not PART:MEASURE with PART one of "
+                f"{', '.join(CURVE_PARTS)}"
+            )
+        return cls(part, measure)
 
 
 def file_sha256(path: Path) -> str:
@@ -40,7 +66,8 @@ class Migration:
     with "ip" and "l2" raw vectors. ``cv_mrr``: per mode, the held-out MRR@10 of each fold. ``learning``: per mode,
     the learning curve of the same cross-validation (the held-out re-embedded documents' and, when labelled, the
     queries' retrieval measures when each fold's bridge is fitted on a quarter, a half and all of its training
-    pairs; ``learning_gain`` reads it, ``learning_words`` says it in a sentence)."""
+    pairs; ``learning_gain`` reads it, ``learning_words`` says it in a sentence; each measure's key is a
+    ``CurveMeasure``'s ``key``, e.g. ``"documents:recall@10"``)."""
 
     mode: str
     metric: str
@@ -52,8 +79,11 @@ class Migration:
     new_dimension: int
     notes: list[str] = field(default_factory=list)
     learning: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The re-embedded ids held out of the fit (as text), for ``certify_migration`` to check that it measures only
+    #: them; None for a migration file written before they were kept.
+    holdout_ids: list[str] | None = None
 
-    def learning_gain(self, mode: str | None = None) -> tuple[str, float] | None:
+    def learning_gain(self, mode: str | None = None) -> tuple[CurveMeasure, float] | None:
         """The learning curve's measure and its gain over the last doubling of the pairs (per doubling), or None
         without a curve. The measure: the labelled queries' Recall@10 when the fit had them, else the re-embedded
         documents' Recall@1 (a document finds itself among the top 10 almost always once bridged, so its Recall@10
@@ -63,10 +93,11 @@ class Migration:
         curve = self.learning.get(mode or self.mode)
         if not curve or len(curve.get("pairs", [])) < 2:
             return None
-        measure = "queries:recall@10" if "queries:recall@10" in curve else "documents:recall@1"
-        if measure not in curve:
+        labelled = CurveMeasure("queries", "recall@10")
+        measure = labelled if labelled.key in curve else CurveMeasure("documents", "recall@1")
+        if measure.key not in curve:
             return None
-        values, pairs = curve[measure], curve["pairs"]
+        values, pairs = curve[measure.key], curve["pairs"]
         return measure, (values[-1] - values[-2]) / float(np.log2(pairs[-1] / pairs[-2]))
 
     def learning_words(self, mode: str | None = None) -> str | None:
@@ -76,8 +107,8 @@ class Migration:
             return None
         measure, gain = gained
         curve = self.learning[mode or self.mode]
-        part, name = measure.split(":")
-        points = " / ".join(f"{v:.3f}" for v in curve[measure])
+        part, name = measure.part, measure.name
+        points = " / ".join(f"{v:.3f}" for v in curve[measure.key])
         pairs = " / ".join(f"{p:,.0f}" for p in curve["pairs"])
         what = "labelled queries" if part == "queries" else "re-embedded documents as queries"
         verdict = (
@@ -134,6 +165,7 @@ class Migration:
             "new_dimension": self.new_dimension,
             "notes": self.notes,
             "learning": self.learning,
+            **({} if self.holdout_ids is None else {"holdout_ids": self.holdout_ids}),
         }
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -146,6 +178,7 @@ class Migration:
                 bridge.save(temporary)
             files[mode] = {"file": bridge_path.name, "sha256": file_sha256(bridge_path)}
         payload = {"format": FORMAT, **self.to_dict(), "bridges": files}
+        payload["header_sha256"] = _header_sha256(payload)
         write_text(target, json.dumps(payload, indent=2) + "\n", option="--output")
         return target
 
@@ -159,19 +192,10 @@ class Migration:
         if not isinstance(payload, dict) or payload.get("format") != FORMAT:
             raise ValueError(f"{name}: {str(source)!r} is not a migration written by `latentstitch migrate fit`")
         try:
-            bridges = {}
-            for mode, entry in payload["bridges"].items():
-                bridge_path = source.with_name(entry["file"])
-                if not bridge_path.is_file() or file_sha256(bridge_path) != entry["sha256"]:
-                    raise ValueError(
-                        f"{name}: the {mode}-side bridge {str(bridge_path)!r} is missing or changed since the "
-                        "migration was written (sha256 differs)"
-                    )
-                bridges[mode] = Bridge.load(bridge_path)
-            return cls(
+            migration = cls(
                 mode=payload["mode"],
                 metric=check_metric(payload["metric"], name),
-                bridges=bridges,
+                bridges=_load_bridges(source, payload["bridges"], name),
                 cv_mrr=payload["cv_mrr"],
                 n_sample=int(payload["n_sample"]),
                 n_queries=int(payload["n_queries"]),
@@ -179,9 +203,18 @@ class Migration:
                 new_dimension=int(payload["new_dimension"]),
                 notes=list(payload.get("notes", [])),
                 learning=_learning(payload.get("learning", {}), name),
+                holdout_ids=_holdout(payload.get("holdout_ids"), name),
             )
-        except (KeyError, TypeError) as error:
+        except (KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"{name}: {str(source)!r} lacks the field {error} of a migration file") from None
+        where = f"{name}: {str(source)!r}"
+        if "header_sha256" in payload and payload["header_sha256"] != _header_sha256(payload):
+            raise ValueError(
+                f"{where}: its mode, metric, dimensions or bridge files were edited since it was written (the "
+                "header's sha256 differs); fit the migration again rather than editing it"
+            )
+        _check_whole(migration, payload, where)
+        return migration
 
     def bridge_sha256(self, path: str | os.PathLike) -> dict[str, str]:
         """The sha256 of the migration file and of its bridge files (for apply's manifest)."""
@@ -210,6 +243,9 @@ def _learning(value: Any, name: str) -> dict[str, dict[str, Any]]:
         if mode not in MODES or not isinstance(curve, dict) or "pairs" not in curve:
             raise ValueError(f"{name}: 'learning' holds an unknown mode {mode!r} or a curve without its pairs")
         lists = {k: v for k, v in curve.items() if k != "sample_pairs"}
+        for key in lists:
+            if key not in ("share", "pairs"):
+                CurveMeasure.parse(key, name)
         try:
             out[mode] = {k: [float(x) for x in v] for k, v in lists.items()}
             out[mode]["sample_pairs"] = int(curve.get("sample_pairs", 0))
@@ -222,3 +258,73 @@ def _learning(value: Any, name: str) -> dict[str, dict[str, Any]]:
         if not all(math.isfinite(x) for k, v in out[mode].items() if k != "sample_pairs" for x in v):
             raise ValueError(f"{name}: the {mode}-side learning curve holds a value that is not finite")
     return out
+
+
+#: The fields that decide what a migration does; their sha256 is kept in the file (files written before it was kept
+#: have none and are checked field by field only).
+DECIDING = ("format", "mode", "metric", "old_dimension", "new_dimension", "bridges")
+
+
+def _header_sha256(payload: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps({k: payload[k] for k in DECIDING}, sort_keys=True).encode()).hexdigest()
+
+
+def _load_bridges(source: Path, entries: Any, name: str) -> dict[str, Bridge]:
+    """Each mode's bridge file, a file inside the migration's folder (no ``..``, absolute path or symlink leading
+    out) whose sha256 is the one recorded."""
+    if not isinstance(entries, dict) or not entries or not set(entries) <= set(MODES):
+        raise ValueError(f"{name}: {str(source)!r}'s 'bridges' must map some of {', '.join(MODES)} to their files")
+    bridges = {}
+    for mode, entry in entries.items():
+        bridge_path = inside_folder(source.parent, entry["file"], manifest=source)
+        if not bridge_path.is_file() or file_sha256(bridge_path) != entry["sha256"]:
+            raise ValueError(
+                f"{name}: the {mode}-side bridge {str(bridge_path)!r} is missing or changed since the "
+                "migration was written (sha256 differs)"
+            )
+        bridges[mode] = Bridge.load(bridge_path)
+    return bridges
+
+
+def _check_whole(migration: Migration, payload: dict[str, Any], where: str) -> None:
+    """A loaded migration checked as a whole: the chosen mode has a bridge and the best cross-validated score, each
+    bridge reads and writes the header's dimensions in its direction (query-side: new -> old; corpus-side: old ->
+    new) with the route the header names, and the scores are the ones the header summarises."""
+    if migration.mode not in migration.bridges:
+        raise ValueError(f"{where}: its mode {migration.mode!r} has no bridge (it has {', '.join(migration.bridges)})")
+    if set(migration.cv_mrr) != set(migration.bridges):
+        raise ValueError(f"{where}: its cv_mrr scores modes other than its bridges' ({', '.join(migration.bridges)})")
+    means = {m: float(np.mean(v)) for m, v in migration.cv_mrr.items()}
+    if any(not math.isclose(means[m], float(v)) for m, v in payload.get("cv_mrr_mean", means).items() if m in means):
+        raise ValueError(f"{where}: its cv_mrr_mean is not the mean of its cv_mrr")
+    best = max((m for m in MODES if m in means), key=means.__getitem__)
+    if means[migration.mode] < means[best]:
+        raise ValueError(
+            f"{where}: its mode {migration.mode!r} is not the one its cross-validation chose ({best!r}: MRR@10 "
+            f"{means[best]:.4f} against {means[migration.mode]:.4f})"
+        )
+    widths = {"query": (migration.new_dimension, migration.old_dimension)}
+    widths["corpus"] = widths["query"][::-1]
+    routes = payload.get("routes", {})
+    for mode, bridge in migration.bridges.items():
+        got = (bridge.n_features_source_, bridge.n_features_target_)
+        if got != widths[mode]:
+            raise ValueError(
+                f"{where}: its {mode}-side bridge maps {got[0]} to {got[1]} features; the header's dimensions "
+                f"(old {migration.old_dimension}, new {migration.new_dimension}) want {widths[mode][0]} to "
+                f"{widths[mode][1]} (bridge files swapped, or from another migration?)"
+            )
+        if mode in routes and routes[mode] != bridge.route_:
+            raise ValueError(
+                f"{where}: its {mode}-side bridge is a {bridge.route_!r} bridge; the header names {routes[mode]!r} "
+                "(bridge files swapped, or from another migration?)"
+            )
+
+
+def _holdout(value: Any, name: str) -> list[str] | None:
+    """A migration file's held-out ids (absent in files written before they were kept: None)."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{name}: 'holdout_ids' must be a list of ids as text")
+    return value

@@ -4,6 +4,8 @@ a held-out part of it is kept for the certificate (never used to fit)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,8 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from latentstitch._core.atomic import atomic_path, write_text
-from latentstitch._core.params import check_probability, check_seed
-from latentstitch.migrate._retrieval import check_rows, prepare, search
+from latentstitch._core.params import check_choice, check_number, check_seed
+from latentstitch.migrate._inputs import check_ids, check_vectors
+from latentstitch.migrate._retrieval import check_metric, prepare, search
 
 STRATEGIES = ("random", "kmeans", "farthest")
 
@@ -58,8 +61,11 @@ def save_plan(plan: MigrationPlan, path: str | os.PathLike) -> Path:
         return target
     if target.suffix != ".csv":
         raise ValueError(f"--output: a plan is written as .csv or .parquet, got {str(target)!r}")
-    lines = ["id,role"] + [f"{i},{r}" for i, r in zip(ids.tolist(), roles, strict=True)]
-    return write_text(target, "\n".join(lines) + "\n", option="--output")
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")  # quotes an id holding a comma, a quote or a line break
+    writer.writerow(["id", "role"])
+    writer.writerows(zip(ids.tolist(), roles, strict=True))
+    return write_text(target, text.getvalue(), option="--output")
 
 
 def load_plan(path: str | os.PathLike, name: str = "--plan") -> tuple[np.ndarray, np.ndarray]:
@@ -72,15 +78,19 @@ def load_plan(path: str | os.PathLike, name: str = "--plan") -> tuple[np.ndarray
             table = pq.read_table(source).to_pydict()
             ids, roles = table["id"], table["role"]
         else:
-            rows = [line.split(",") for line in source.read_text().splitlines() if line.strip()]
+            with open(source, newline="", encoding="utf-8") as handle:
+                rows = [row for row in csv.reader(handle) if row]
             if rows[0] != ["id", "role"]:
                 raise ValueError("its header is not 'id,role'")
+            if any(len(row) != 2 for row in rows[1:]):
+                raise ValueError("a row has other than two fields (id, role)")
             ids, roles = [r[0] for r in rows[1:]], [r[1] for r in rows[1:]]
-    except (OSError, KeyError, IndexError, ValueError) as error:
+    except (OSError, KeyError, IndexError, ValueError, UnicodeDecodeError, csv.Error) as error:
         raise ValueError(f"{name}: {str(source)!r} is not a plan written by `migrate plan` ({error})") from None
-    ids, roles = np.asarray(ids), np.asarray(roles)
+    roles = np.asarray(roles)
     if not set(roles.tolist()) <= {"fit", "certify"}:
         raise ValueError(f"{name}: {str(source)!r} has roles other than fit / certify")
+    ids = check_ids(ids, f"{name} ({str(source)!r}'s ids)")
     return ids[roles == "fit"], ids[roles == "certify"]
 
 
@@ -138,17 +148,18 @@ def plan_sample(
     """Choose ``budget`` items of the index (ids, old vectors) to re-embed; ``holdout`` of them (drawn at random, so
     they stand for the rest of the corpus) are kept for the certificate."""
     check_seed(seed)
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy: expected one of {', '.join(STRATEGIES)}, got {strategy!r}")
-    holdout = check_probability(holdout, "holdout", high_open=True)
-    ids, vectors = check_rows(ids, vectors, "ids", "vectors", min_rows=2)
+    check_choice(strategy, "strategy", STRATEGIES)
+    check_metric(metric)
+    holdout = check_number(holdout, "holdout", low=0.0, high=1.0, high_open=True)
+    vectors = check_vectors(vectors, "vectors", metric=metric, min_rows=2)
+    ids = check_ids(ids, "ids", count=len(vectors), count_name="vectors")
     count = budget_count(budget, len(ids))
     rng = np.random.default_rng(seed)
     n_holdout = round(holdout * count)
     if count - n_holdout < 2:
         raise ValueError(
-            f"holdout: {holdout:g} of a budget of {count} items holds out {n_holdout} and leaves {count - n_holdout} "
-            "to fit on; expected at least 2 to fit: lower holdout or raise budget"
+            f"holdout: a share of {holdout:g} of the {count} items to re-embed leaves {count - n_holdout} to fit "
+            "the bridge on; expected at least 2: lower holdout or raise budget"
         )
     # the held-out part is a random draw of the corpus (it must stand for the untouched rest); the fit part is
     # chosen by the strategy among the remaining items

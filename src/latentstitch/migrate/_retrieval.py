@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from latentstitch._core.arrays import as_float_tensor, to_numpy
 from latentstitch._core.knn import row_blocks
 from latentstitch._core.numerics import percentile_bootstrap_mean
 
@@ -26,24 +25,6 @@ def check_metric(metric: str, name: str = "metric") -> str:
     if metric not in METRICS:
         raise ValueError(f"{name}: expected one of {', '.join(METRICS)}, got {metric!r}")
     return metric
-
-
-def check_rows(
-    ids: object, vectors: object, ids_name: str, vectors_name: str, *, min_rows: int = 1
-) -> tuple[np.ndarray, np.ndarray]:
-    """Ids (one per row) and their vectors as numpy arrays (a floating-point 2-D array of at least ``min_rows`` rows,
-    its dtype kept; lists, numpy arrays and tensors accepted), each named in errors."""
-    array = to_numpy(as_float_tensor(vectors, vectors_name, ndim=2, min_rows=min_rows, finite=False), vectors_name)
-    id_array = np.asarray(ids.detach().cpu().numpy() if isinstance(ids, torch.Tensor) else ids)
-    if id_array.ndim != 1:
-        raise ValueError(
-            f"{ids_name}: expected a 1-D list of ids (one per row of {vectors_name}), got {id_array.shape}"
-        )
-    if len(id_array) != len(array):
-        raise ValueError(
-            f"{ids_name}: expected one id per row of {vectors_name} ({len(array)} rows), got {len(id_array)} ids"
-        )
-    return id_array, array
 
 
 def prepare(vectors: np.ndarray | torch.Tensor, metric: str) -> torch.Tensor:
