@@ -23,8 +23,12 @@ def test_plain_lists_are_read_like_arrays(corpus):
     [
         (lambda c: {"vectors": c.old[:, :, None]}, ValueError, r"vectors: expected a 2-D array, got shape"),
         (lambda c: {"ids": c.ids[:0], "vectors": c.old[:0]}, ValueError, r"vectors: expected at least 2 rows"),
-        (lambda c: {"ids": c.ids[:150]}, ValueError, r"ids: expected one id per row of vectors \(600 rows\), got 150"),
-        (lambda c: {"budget": 3, "holdout": 0.9}, ValueError, r"holdout: 0.9 of a budget of 3 .* leaves 0 to fit"),
+        (lambda c: {"ids": c.ids[:150]}, ValueError, r"ids: expected one id per row of vectors \(600\), got 150"),
+        (
+            lambda c: {"budget": 3, "holdout": 0.9},
+            ValueError,
+            r"holdout: a share of 0.9 of the 3 items .* leaves 0 to fit",
+        ),
         (lambda c: {"holdout": "0.3"}, TypeError, r"holdout: expected a number"),
     ],
 )
@@ -38,9 +42,15 @@ def test_plan_sample_names_the_bad_argument(corpus, change, error, message):
     ("change", "message"),
     [
         (lambda c, p: {"index_vectors": c.old[:, :, None]}, r"index_vectors: expected a 2-D array"),
-        (lambda c, p: {"sample_ids": p.ids[:0], "sample_new": c.new_of(p.ids)[:0]}, r"sample_new: expected at least 1"),
+        (
+            lambda c, p: {"sample_ids": p.ids[:0], "sample_new": c.new_of(p.ids)[:0]},
+            r"sample_new: expected at least 2 rows",
+        ),
         (lambda c, p: {"index_ids": c.ids[:10]}, r"index_ids: expected one id per row of index_vectors"),
-        (lambda c, p: {"holdout_ids": p.ids}, r"holdout_ids: .* held out, leaving 0 to fit on; expected at least 2"),
+        (
+            lambda c, p: {"holdout_ids": p.ids},
+            r"holdout_ids: they leave 0 of the \d+ re-embedded items to fit on; expected at least 2",
+        ),
     ],
 )
 def test_fit_migration_names_the_bad_argument(corpus, fitted, change, message):
