@@ -5,6 +5,7 @@ The reproductions themselves run in CI's separate quick step (`latentstitch repr
 this suite over its time budget. Here they are replaced by toy reproductions with the same interface.
 """
 
+import inspect
 import json
 import sys
 import types
@@ -14,6 +15,7 @@ import pytest
 from latentstitch.cli import main
 from latentstitch.experiments import registry
 from latentstitch.experiments._report import Pattern, Report, at_least, judge
+from latentstitch.experiments._run import Reproduction, chosen
 from latentstitch.experiments.registry import REPRODUCTIONS, help_line, load
 
 
@@ -75,6 +77,40 @@ def test_every_reproduction_is_a_package_with_help_paper_and_run():
         assert module.HELP and module.PAPER and callable(module.run), name
         assert module.__file__.endswith("__init__.py"), f"{name}: a folder per reproduction"
         assert help_line(name) == module.HELP, f"{name}: --list reads HELP from the source as a literal"
+
+
+def _keywords(run) -> dict[str, object]:
+    """``run``'s parameters as {name: default}; a parameter that is not keyword-only is named as such."""
+    parameters = inspect.signature(run).parameters.values()
+    return {p.name if p.kind is p.KEYWORD_ONLY else f"{p.name} ({p.kind.description})": p.default for p in parameters}
+
+
+def test_every_reproduction_runs_with_the_protocols_keywords():
+    """``reproduce`` calls ``run(quick=, out_dir=, progress=)`` plus ``resume=`` for RESUMABLE and ``device=`` for
+    ON_DEVICE; ``config=None`` is the reproduction's QUICK or FULL. A run whose signature drifts fails here."""
+    common = {name: p.default for name, p in inspect.signature(Reproduction.run).parameters.items() if name != "self"}
+    assert common == {
+        "quick": inspect.Parameter.empty,
+        "out_dir": inspect.Parameter.empty,
+        "progress": inspect.Parameter.empty,
+        "config": None,
+    }
+    for name in REPRODUCTIONS:
+        module = load(name)
+        expected = dict(common)
+        if name in registry.RESUMABLE:
+            expected["resume"] = False
+        if name in registry.ON_DEVICE:
+            expected["device"] = "cpu"
+        assert _keywords(module.run) == expected, name
+        assert isinstance(module.HELP, str) and isinstance(module.PAPER, str), name
+
+
+def test_chosen_is_the_given_config_else_quick_or_full():
+    quick, full, given = object(), object(), object()
+    assert chosen(True, None, quick, full) is quick
+    assert chosen(False, None, quick, full) is full
+    assert chosen(True, given, quick, full) is given and chosen(False, given, quick, full) is given
 
 
 def test_a_run_writes_to_latentstitch_results_by_default(toys, tmp_path):

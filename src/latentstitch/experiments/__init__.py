@@ -11,7 +11,8 @@ Frankenstein has a module per figure of the paper (``frankenstein/fig4_similarit
 The shared pieces are the underscore modules here: ``_report`` (Report: results.json / results.md; it re-exports
 ``_tables``: ResultTable, mean_std, and ``_patterns``: Pattern / Rule / Verdict / judge), ``_image_tasks`` (the
 image datasets, seeded training), ``_text`` (text datasets, cached sentence embeddings, heads on frozen
-embeddings), ``_grid`` (grids of runs, optionally on a Dask cluster); ``tasks`` names the text and image tasks
+embeddings), ``_grid`` (grids of runs, optionally on a Dask cluster), ``_run`` (``Reproduction``: the signature of
+every ``run``; ``chosen``: its config, QUICK or FULL); ``tasks`` names the text and image tasks
 for code outside the package (benchmarks, scripts). ``registry`` names the reproductions, ``reproduce`` runs them,
 ``demo`` is the quick demo; their command lines are in ``latentstitch.cli``.
 """

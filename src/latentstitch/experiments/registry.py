@@ -2,7 +2,8 @@
 
 A small module with no heavy imports (the command line reads it before it imports any experiment). Each
 reproduction is a package of ``latentstitch.experiments`` that defines ``HELP`` (one line), ``PAPER`` (the citation)
-and ``run(*, quick: bool, out_dir: Path, progress: bool) -> latentstitch.experiments._report.Report``.
+and ``run(*, quick: bool, out_dir: Path, progress: bool, config=None) -> Report``: the ``_run.Reproduction`` protocol
+(with ``resume`` for those in RESUMABLE and ``device`` for those in ON_DEVICE).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import importlib.util
 import json
 from dataclasses import asdict
 from pathlib import Path
-from types import ModuleType
+from typing import cast
+
+from latentstitch.experiments._run import Reproduction
 
 #: Where runs go unless told otherwise (``--out``); the repository's committed full runs live in results/.
 DEFAULT_ROOT = Path("latentstitch-results")
@@ -64,9 +67,9 @@ def help_line(name: str) -> str:
     return ""
 
 
-def load(name: str) -> ModuleType:
+def load(name: str) -> Reproduction:
     """The module of the reproduction ``name`` (imported now: it may load torch and the experiment's code)."""
-    return importlib.import_module(REPRODUCTIONS[check_name(name)])
+    return cast(Reproduction, importlib.import_module(REPRODUCTIONS[check_name(name)]))
 
 
 @functools.cache

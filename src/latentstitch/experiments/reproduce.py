@@ -16,6 +16,7 @@ from pathlib import Path
 
 from latentstitch.experiments import registry
 from latentstitch.experiments._report import Report
+from latentstitch.experiments._run import Reproduction
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,9 @@ def run_reproductions(
     independent trainings on a Dask cluster (``experiments._grid.grid_cluster``)."""
     from latentstitch.experiments._grid import grid_cluster
 
-    modules = {name: registry.load(name) for name in folders}  # every name checked before any work
+    modules: dict[str, Reproduction] = {
+        name: registry.load(name) for name in folders
+    }  # every name checked before any work
     outcomes = []
     with grid_cluster(scheduler, workers):
         for name, module in modules.items():

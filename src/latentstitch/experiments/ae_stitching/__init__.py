@@ -24,6 +24,7 @@ from latentstitch.experiments._checkpoint import FOLDER as CHECKPOINT
 from latentstitch.experiments._checkpoint import Checkpoint, console_log, run_settings
 from latentstitch.experiments._image_tasks import load_image_task
 from latentstitch.experiments._report import Report, judge
+from latentstitch.experiments._run import chosen
 from latentstitch.experiments.ae_stitching import figures, patterns, tables
 from latentstitch.experiments.ae_stitching.config import FULL, KINDS, PAPER_MSE, QUICK, Config
 from latentstitch.experiments.ae_stitching.training import mean_image_mse, stitching_errors, test_mse, train_kind
@@ -54,7 +55,7 @@ def run(
     ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report.
     ``device``: where the models train and are evaluated ("cpu", "cuda"...); the models start from the same weights
     on every device, but float sums in another order give slightly other numbers, so it is a checkpoint setting."""
-    config = (QUICK if quick else FULL) if config is None else config
+    config = chosen(quick, config, QUICK, FULL)
     device = str(check_device(device, "device"))
     checkpoint = Checkpoint(
         Path(out_dir) / CHECKPOINT,

@@ -24,6 +24,7 @@ import torch
 
 from latentstitch._core.progress import new_progress
 from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
+from latentstitch.experiments._run import chosen
 from latentstitch.experiments._text import (
     SHORT_NAMES,
     TextTask,
@@ -77,7 +78,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
     """Encode, train the heads, stitch every ordered pair, draw the figure into ``out_dir``; return the report.
     ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
     started = time.perf_counter()
-    config = (QUICK if quick else FULL) if config is None else config
+    config = chosen(quick, config, QUICK, FULL)
     data = encode(config, progress=progress)
     heads = train_heads(data, config, progress=progress)
     translators = fit_translators(data, config)

@@ -28,6 +28,7 @@ from latentstitch._core.progress import progress_bar
 from latentstitch.encoders import get_encoder
 from latentstitch.experiments._image_tasks import ImageTask, fit_seeded, load_image_task
 from latentstitch.experiments._report import Report, judge, mean_std
+from latentstitch.experiments._run import chosen
 from latentstitch.experiments.cross_architecture_vision import patterns, tables
 from latentstitch.experiments.cross_architecture_vision.config import (
     ENCODERS,
@@ -86,7 +87,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
     """Embed, train the heads, score every route, draw the figure into ``out_dir``; return the report. ``config``
     (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
     started = time.perf_counter()
-    config = (QUICK if quick else FULL) if config is None else config
+    config = chosen(quick, config, QUICK, FULL)
     task, features = embeddings(config, progress=progress)
     embedding_seconds = time.perf_counter() - started
     anchor_index = np.random.default_rng(42).choice(config.n_train, config.anchors, replace=False)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from latentstitch.data import ParallelSplit, load_emoji_annotations, load_parallel_verses
 from latentstitch.experiments._report import Report, ResultTable, judge
+from latentstitch.experiments._run import chosen
 from latentstitch.experiments._text import SHORT_NAMES
 from latentstitch.experiments.cross_lingual import patterns
 from latentstitch.experiments.cross_lingual.config import FULL, QUICK, Config
@@ -113,7 +114,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
     """Encode, train the English heads, read every pairing, draw the figures into ``out_dir``; return the report.
     ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
     started = time.perf_counter()
-    config = (QUICK if quick else FULL) if config is None else config
+    config = chosen(quick, config, QUICK, FULL)
     found = read_languages(config, progress=progress)
     bible_chance, cldr_chance = found.chance
     targets = config.targets

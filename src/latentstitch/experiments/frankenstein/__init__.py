@@ -28,6 +28,7 @@ from latentstitch._core.params import check_device
 from latentstitch.experiments._checkpoint import FOLDER as CHECKPOINT
 from latentstitch.experiments._checkpoint import Checkpoint, console_log, run_settings
 from latentstitch.experiments._report import Report, ResultTable, judge
+from latentstitch.experiments._run import chosen
 from latentstitch.experiments.frankenstein import (
     exp6_mode_connectivity,
     fig2_layers,
@@ -72,7 +73,7 @@ def run(
     # numpy's BLAS (direct matching) gets the same thread budget as torch: with more threads than free cores it
     # spin-waits, and a least-squares fit that takes 0.1 s alone took 10 s on the busy 2-core machine.
     with threadpool_limits(limits=torch.get_num_threads()):
-        config = (QUICK if quick else FULL) if config is None else config
+        config = chosen(quick, config, QUICK, FULL)
         device = str(check_device(device, "device"))
         checkpoint = Checkpoint(
             Path(out_dir) / CHECKPOINT,

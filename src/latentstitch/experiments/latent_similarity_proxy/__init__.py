@@ -21,6 +21,7 @@ import numpy as np
 from latentstitch.experiments._grid import map_grid
 from latentstitch.experiments._image_tasks import ImageTask, load_image_task
 from latentstitch.experiments._report import Report, ResultTable, judge
+from latentstitch.experiments._run import chosen
 from latentstitch.experiments.latent_similarity_proxy import patterns
 from latentstitch.experiments.latent_similarity_proxy.config import FULL, QUICK, Config
 from latentstitch.experiments.latent_similarity_proxy.figures import plot_proxy
@@ -41,7 +42,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
     report. ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to
     report."""
     started = time.perf_counter()
-    config = (QUICK if quick else FULL) if config is None else config
+    config = chosen(quick, config, QUICK, FULL)
     task = load_image_task("mnist", n_train=config.n_train, n_test=config.n_val)
     anchors = task.x_train[np.random.default_rng(0).choice(len(task.x_train), config.anchors, replace=False)]
     runs = grid_runs(config)

@@ -28,6 +28,7 @@ import torch
 from latentstitch._core.progress import new_progress
 from latentstitch.experiments._grid import map_grid
 from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
+from latentstitch.experiments._run import chosen
 from latentstitch.experiments.latent_similarity_proxy_graph import patterns
 from latentstitch.experiments.latent_similarity_proxy_graph.config import FULL, QUICK, Config
 from latentstitch.experiments.latent_similarity_proxy_graph.correlations import correlations, optimizer_key
@@ -66,7 +67,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
     GCNs, draw the figure into ``out_dir``; return the report. ``config`` (default ``QUICK`` if ``quick`` else
     ``FULL``) holds every setting; ``quick`` says what to report."""
     started = time.perf_counter()
-    config = (QUICK if quick else FULL) if config is None else config
+    config = chosen(quick, config, QUICK, FULL)
     setup = prepare(config)
     best, trajectories = train_grid(setup, progress=progress)
     scores = compare_latents(setup, config, progress=progress)

@@ -16,6 +16,7 @@ from pathlib import Path
 from latentstitch._core.progress import progress_bar
 from latentstitch.experiments._image_tasks import ImageTask, fit_seeded, load_image_task
 from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
+from latentstitch.experiments._run import chosen
 from latentstitch.experiments.relative_training import patterns
 from latentstitch.experiments.relative_training.config import FULL, QUICK, Config
 from latentstitch.experiments.relative_training.figures import LATENTS, plot_curves
@@ -39,7 +40,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
     """Train every classifier, score it, draw the figure into ``out_dir``; return the report. ``config`` (default
     ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report."""
     started = time.perf_counter()
-    config = (QUICK if quick else FULL) if config is None else config
+    config = chosen(quick, config, QUICK, FULL)
     tasks = {key: load_image_task(key, n_train=n, n_test=m) for key, (n, m) in config.sizes.items()}
     scores, curves = train_and_score(tasks, config, progress=progress)
     figure = plot_curves(curves, tasks, Path(out_dir) / "macro_f1.png")

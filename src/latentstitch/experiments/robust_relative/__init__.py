@@ -27,6 +27,7 @@ from typing import Any
 from latentstitch._core.progress import progress_bar
 from latentstitch.data import load_emoji_annotations, load_parallel_verses
 from latentstitch.experiments._report import Report, ResultTable, judge, mean_std
+from latentstitch.experiments._run import chosen
 from latentstitch.experiments._text import SHORT_NAMES
 from latentstitch.experiments.robust_relative import patterns
 from latentstitch.experiments.robust_relative.config import FULL, QUICK, Config
@@ -132,7 +133,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
     ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting; ``quick`` says what to report
     (a quick run is a smoke test: no verdicts)."""
     started = time.perf_counter()
-    config = (QUICK if quick else FULL) if config is None else config
+    config = chosen(quick, config, QUICK, FULL)
     found = train_and_stitch(config, progress=progress)
     figures = draw(found, Path(out_dir))
     bible, cldr, cldr_pairs = found.bible, found.cldr, found.cldr_pairs

@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from latentstitch.experiments._report import Report, ResultTable, judge
+from latentstitch.experiments._run import chosen
 from latentstitch.experiments.word_embeddings import figures, patterns
 from latentstitch.experiments.word_embeddings.config import FULL, QUICK, Config
 from latentstitch.experiments.word_embeddings.retrieval import NUM_ANCHORS, K, as_json, evaluate, retrieval, summary
@@ -127,7 +128,7 @@ def run(*, quick: bool, out_dir: Path, progress: bool, config: Config | None = N
     ``out_dir``; return the report. ``config`` (default ``QUICK`` if ``quick`` else ``FULL``) holds every setting;
     ``quick`` says what to report."""
     started = time.perf_counter()
-    config = (QUICK if quick else FULL) if config is None else config
+    config = chosen(quick, config, QUICK, FULL)
     trained, pairs = load_spaces(config)
     results, sweep = measure(trained, pairs, list(config.seeds), progress=progress)
     ft, glove = pairs["ft-w2v"], pairs["glove-spacy"]
