@@ -212,7 +212,7 @@ def test_errors_name_the_argument():
 def test_a_measure_failing_on_a_pair_leaves_that_cell_nan_and_keeps_the_others(monkeypatch):
     """An eigensolver that does not converge (torch raises ``LinAlgError``) in one measure on one layer pair: that
     cell is NaN and says why, a warning names the measure, and every other cell and measure is kept."""
-    from latentstitch.similarity import _layer_similarity
+    from latentstitch.similarity.layers import _similarity as _layer_similarity
 
     svcca = _layer_similarity.LAYER_MEASURES["svcca"]
 

@@ -16,9 +16,10 @@ import importlib.util
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
-from latentstitch.experiments._run import Reproduction
+if TYPE_CHECKING:  # the command line reads this module before anything else: no import at run time
+    from latentstitch.experiments._run import Reproduction
 
 #: Where runs go unless told otherwise (``--out``); the repository's committed full runs live in results/.
 DEFAULT_ROOT = Path("latentstitch-results")
@@ -69,7 +70,7 @@ def help_line(name: str) -> str:
 
 def load(name: str) -> Reproduction:
     """The module of the reproduction ``name`` (imported now: it may load torch and the experiment's code)."""
-    return cast(Reproduction, importlib.import_module(REPRODUCTIONS[check_name(name)]))
+    return cast("Reproduction", importlib.import_module(REPRODUCTIONS[check_name(name)]))
 
 
 @functools.cache
