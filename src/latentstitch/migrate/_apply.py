@@ -135,8 +135,9 @@ def apply_migration(
         raise FileExistsError(f"--output: {str(output)!r} exists; apply writes a new collection, never over one")
     if not output.parent.is_dir():
         raise FileNotFoundError(f"--output: the folder {str(output.parent)!r} does not exist")
-    replacements = _replacements(migration, sample_ids, sample_new)
     kind = kind or store.kind
+    _refuse_lost_ids(store, output, kind)
+    replacements = _replacements(migration, sample_ids, sample_new, store)
     given = {
         "bridge": migration.bridge_sha256(migration_path),
         "source": store.fingerprint(),
@@ -304,7 +305,34 @@ def _sample_digest(replacements: dict[str, np.ndarray] | None) -> str | None:
     return digest.hexdigest()
 
 
-def _replacements(migration: Migration, sample_ids, sample_new) -> dict[str, np.ndarray] | None:
+def _refuse_lost_ids(store: VectorStore, output: Path, kind: str) -> None:
+    """A ``.npy`` output holds no ids (its ids are its row numbers): refused for a store with ids of its own."""
+    if writes_in_place(kind, output) and not store.ids_are_rows:
+        raise ValueError(
+            f"output: {str(output)!r} is a .npy file, which holds no ids (its ids are its row numbers), but the "
+            f"store ({store.describe()}) has ids of its own: they would be lost; write a format that keeps them "
+            f"(a .parquet, .npz or .safetensors file, or a {store.kind} store)"
+        )
+
+
+def _rows_of_sample(sample_ids: np.ndarray, store: VectorStore) -> None:
+    """A store whose ids are its row numbers is given its re-embedded items by row number: other ids (a document's
+    own id) would replace the wrong rows."""
+    if sample_ids.dtype.kind not in "iu":
+        raise ValueError(
+            f"sample_ids: the store ({store.describe()}) has no ids of its own, its ids are its row numbers, but "
+            f"sample_ids holds text ids (e.g. {str(sample_ids[0])!r}); give each re-embedded item's row number in the store"
+        )
+    outside = (sample_ids < 0) | (sample_ids >= store.count)
+    if outside.any():
+        raise ValueError(
+            f"sample_ids: the store ({store.describe()}) has no ids of its own, its ids are its row numbers 0 to "
+            f"{store.count - 1}, but {int(outside.sum())} sample ids are not (e.g. {int(sample_ids[outside][0])}); "
+            "give each re-embedded item's row number in the store"
+        )
+
+
+def _replacements(migration: Migration, sample_ids, sample_new, store: VectorStore) -> dict[str, np.ndarray] | None:
     if sample_ids is None:
         return None
     new = check_vectors(
@@ -315,5 +343,7 @@ def _replacements(migration: Migration, sample_ids, sample_new) -> dict[str, np.
         width_of="like the migration's new model",
     )
     sample_ids = check_ids(sample_ids, "sample_ids", count=len(new), count_name="sample_new")
+    if store.ids_are_rows and len(sample_ids):
+        _rows_of_sample(sample_ids, store)
     vectors = prepare(new, migration.metric).numpy()
     return {str(i): vectors[row] for row, i in enumerate(sample_ids.tolist())}

@@ -86,6 +86,7 @@ class FaissStore(VectorStore):
         self.index = lib.downcast_index(index)
         self.inner = lib.downcast_index(self.index.index) if self.header["idmap"] else self.index
         self.count, self.dimension = int(self.index.ntotal), int(self.index.d)
+        self.ids_are_rows = not self.header["idmap"] and self.header["type"] != "ivf"  # an IVF index has its own
         if self.header["metric_type"] == 1:
             self.metric = "l2"
         else:

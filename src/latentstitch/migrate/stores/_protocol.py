@@ -35,6 +35,8 @@ class VectorStore:
     kind = "store"
     #: The store's own ANN search exists (the certificate then reads it).
     has_search = False
+    #: The store has no ids of its own: its ids are its row numbers (a ``.npy`` file, a bare flat FAISS index).
+    ids_are_rows = False
 
     def __init__(self, path: Path, option: str, collection: str | None = None):
         self.path, self.option, self.collection = path, option, collection
