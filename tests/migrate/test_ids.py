@@ -102,7 +102,7 @@ def test_a_npy_store_s_re_embedded_items_are_named_by_row_number(saved, corpus, 
 def test_any_string_id_survives_a_parquet_or_milvus_output(saved, corpus, tmp_path, kind):
     """Non-ASCII, slashes, quotes, 300 and 700 characters (2,100 UTF-8 bytes: past Milvus' usual 512)."""
     pytest.importorskip("pyarrow")
-    plan, migration, path = saved
+    _, migration, path = saved
     ids = _string_ids(len(corpus.ids))
     ids[-1] = "長い" * 350
     _table(tmp_path / "old.parquet", ids, corpus.old)

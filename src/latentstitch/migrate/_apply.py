@@ -321,7 +321,8 @@ def _rows_of_sample(sample_ids: np.ndarray, store: VectorStore) -> None:
     if sample_ids.dtype.kind not in "iu":
         raise ValueError(
             f"sample_ids: the store ({store.describe()}) has no ids of its own, its ids are its row numbers, but "
-            f"sample_ids holds text ids (e.g. {str(sample_ids[0])!r}); give each re-embedded item's row number in the store"
+            f"sample_ids holds text ids (e.g. {str(sample_ids[0])!r}); give each re-embedded item's row number in "
+            "the store"
         )
     outside = (sample_ids < 0) | (sample_ids >= store.count)
     if outside.any():
