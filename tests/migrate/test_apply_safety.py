@@ -199,7 +199,7 @@ def _build_parquet(path, ids, vectors):
     import pyarrow.parquet as pq
 
     column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), vectors.shape[1])
-    pq.write_table(pa.table({"id": ids, "embeddings": column}), path)
+    pq.write_table(pa.table({"embeddings": column} if ids is None else {"id": ids, "embeddings": column}), path)
     return path
 
 

@@ -4,8 +4,6 @@ number, and any string id (any alphabet, slashes, hundreds of characters) surviv
 
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 import pytest
 
@@ -13,21 +11,13 @@ from latentstitch.migrate import apply_migration, open_store, work_folder
 from latentstitch.migrate.stores import fingerprint
 
 from .test_apply import expected
-from .test_apply_safety import _string_ids
-
-
-def _table(path, ids, vectors):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), vectors.shape[1])
-    columns = {"embeddings": column} if ids is None else {"id": ids, "embeddings": column}
-    pq.write_table(pa.table(columns), path)
+from .test_apply_safety import _build_parquet, _string_ids
+from .test_stores import needs
 
 
 def test_a_table_s_id_column_is_its_ids_without_id_column_and_describe_says_so(corpus, tmp_path):
     pytest.importorskip("pyarrow")
-    _table(tmp_path / "with.parquet", corpus.ids, corpus.old)
+    _build_parquet(tmp_path / "with.parquet", corpus.ids, corpus.old)
     store = open_store(tmp_path / "with.parquet")
     ids, vectors = store.read()
     np.testing.assert_array_equal(ids, corpus.ids)
@@ -35,7 +25,7 @@ def test_a_table_s_id_column_is_its_ids_without_id_column_and_describe_says_so(c
     assert "ids from 'id'" in store.describe() and not store.ids_are_rows
     np.savez(tmp_path / "arrays.npz", embeddings=corpus.old, id=corpus.ids)
     np.testing.assert_array_equal(open_store(tmp_path / "arrays.npz").read()[0], corpus.ids)
-    _table(tmp_path / "without.parquet", None, corpus.old)
+    _build_parquet(tmp_path / "without.parquet", None, corpus.old)
     bare = open_store(tmp_path / "without.parquet")
     np.testing.assert_array_equal(bare.read()[0], np.arange(len(corpus.old)))
     assert "ids: row numbers" in bare.describe() and bare.ids_are_rows
@@ -45,7 +35,7 @@ def test_a_plan_from_a_table_lists_its_documents_ids(corpus, tmp_path):
     pytest.importorskip("pyarrow")
     from latentstitch.migrate import plan_sample
 
-    _table(tmp_path / "docs.parquet", corpus.ids, corpus.old)
+    _build_parquet(tmp_path / "docs.parquet", corpus.ids, corpus.old)
     ids, vectors = open_store(tmp_path / "docs.parquet").read()
     plan = plan_sample(ids, vectors, 0.1, strategy="random", metric="cosine", seed=0)
     assert set(plan.ids.tolist()) <= set(corpus.ids.tolist()) and max(plan.ids) > len(corpus.ids)
@@ -93,10 +83,7 @@ def test_a_npy_store_s_re_embedded_items_are_named_by_row_number(saved, corpus, 
     "kind",
     [
         "file",
-        pytest.param(
-            "milvus",
-            marks=pytest.mark.skipif(importlib.util.find_spec("milvus_lite") is None, reason="milvus-lite"),
-        ),
+        pytest.param("milvus", marks=[needs("pymilvus"), needs("milvus_lite")]),
     ],
 )
 def test_any_string_id_survives_a_parquet_or_milvus_output(saved, corpus, tmp_path, kind):
@@ -105,7 +92,7 @@ def test_any_string_id_survives_a_parquet_or_milvus_output(saved, corpus, tmp_pa
     _, migration, path = saved
     ids = _string_ids(len(corpus.ids))
     ids[-1] = "長い" * 350
-    _table(tmp_path / "old.parquet", ids, corpus.old)
+    _build_parquet(tmp_path / "old.parquet", ids, corpus.old)
     before = fingerprint(tmp_path / "old.parquet")
     output = tmp_path / ("new.parquet" if kind == "file" else "new.db")
     source = open_store(tmp_path / "old.parquet", id_column="id")
