@@ -107,3 +107,31 @@ def test_any_string_id_survives_a_parquet_or_milvus_output(saved, corpus, tmp_pa
     rows = [order[i] for i in ids]
     np.testing.assert_allclose(vectors[rows], migration.transform_corpus(corpus.old), atol=1e-5)
     assert fingerprint(tmp_path / "old.parquet") == before
+
+
+def test_the_cli_refuses_a_npy_output_for_faiss_ids_in_one_line_naming_its_options(saved, corpus, tmp_path, capsys):
+    from latentstitch.cli import main
+
+    _, _, path = saved
+    _id_map(tmp_path / "old.index", corpus)
+    new = str(tmp_path / "new.npy")
+    assert main(["migrate", "apply", str(path), str(tmp_path / "old.index"), "-o", new, "--output-kind", "file"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert f"--output: {new!r} is a .npy file, which holds no ids" in err and ".parquet" in err
+    np.save(tmp_path / "old.npy", corpus.old)
+    np.savez(tmp_path / "sample.npz", embeddings=corpus.new[:30], id=corpus.ids[100:130])  # documents' ids, not rows
+    argv = [
+        "migrate",
+        "apply",
+        str(path),
+        str(tmp_path / "old.npy"),
+        "-o",
+        new,
+        "--sample",
+        str(tmp_path / "sample.npz"),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.split(": ")[2] == "SAMPLE" and "row numbers 0 to 599" in err
+    assert not (tmp_path / "new.npy").exists()
