@@ -135,3 +135,22 @@ def test_the_cli_refuses_a_npy_output_for_faiss_ids_in_one_line_naming_its_optio
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and err.split(": ")[2] == "SAMPLE" and "row numbers 0 to 599" in err
     assert not (tmp_path / "new.npy").exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "out", "words"),
+    [
+        pytest.param("faiss", "new.index", "FAISS index holds integer ids only", marks=needs("faiss")),
+        pytest.param("qdrant", "new_qdrant", "unsigned integer or a UUID", marks=needs("qdrant_client")),
+    ],
+)
+def test_text_ids_an_output_kind_cannot_hold_are_refused_before_anything_is_bridged(
+    saved, corpus, tmp_path, kind, out, words
+):
+    pytest.importorskip("pyarrow")
+    _, migration, path = saved
+    _build_parquet(tmp_path / "old.parquet", _string_ids(len(corpus.ids)), corpus.old)
+    store = open_store(tmp_path / "old.parquet", id_column="id")
+    with pytest.raises(ValueError, match=rf"output: '.*{out}': .*{words}.*'doc-0'.*\.parquet"):
+        apply_migration(migration, path, store, tmp_path / out, kind=kind, chunk_rows=100)
+    assert not (tmp_path / out).exists() and not work_folder(tmp_path / out).exists()

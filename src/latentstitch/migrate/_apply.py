@@ -45,7 +45,7 @@ from latentstitch.migrate._chunks import (
 from latentstitch.migrate._inputs import check_ids, check_vectors
 from latentstitch.migrate._migration import Migration
 from latentstitch.migrate._retrieval import prepare
-from latentstitch.migrate.stores import VectorStore, create_writer, exact_batches, writes_in_place
+from latentstitch.migrate.stores import VectorStore, cannot_hold, create_writer, exact_batches, writes_in_place
 
 MANIFEST = "manifest.json"
 LOCK = "lock"
@@ -306,7 +306,16 @@ def _sample_digest(replacements: dict[str, np.ndarray] | None) -> str | None:
 
 
 def _refuse_lost_ids(store: VectorStore, output: Path, kind: str) -> None:
-    """A ``.npy`` output holds no ids (its ids are its row numbers): refused for a store with ids of its own."""
+    """Ids the output cannot hold, refused before anything is bridged: a kind that refuses the store's kind of id
+    (FAISS: integers only; Qdrant: unsigned integers or UUIDs), or a ``.npy`` output (no ids: its ids are its row
+    numbers) for a store with ids of its own."""
+    first = next(iter(store.batches(256)), None)  # the ids' type: one kind of id per store
+    why = None if first is None else cannot_hold(kind, first[0])
+    if why:
+        raise ValueError(
+            f"output: {str(output)!r}: {why}; the store ({store.describe()}) has such ids: write a kind that keeps "
+            "them (a .parquet file, LanceDB, Chroma or Milvus)"
+        )
     if writes_in_place(kind, output) and not store.ids_are_rows:
         raise ValueError(
             f"output: {str(output)!r} is a .npy file, which holds no ids (its ids are its row numbers), but the "

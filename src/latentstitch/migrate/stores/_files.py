@@ -36,7 +36,7 @@ class FileStore(VectorStore):
 
     def describe(self) -> str:
         ids = "ids: row numbers" if self.ids_are_rows else f"ids from {self.id_column!r}"
-        return f"{self.file.describe()}, {ids}, metric {self.metric}"
+        return f"{self.file.describe().removesuffix(', with ids')}, {ids}, metric {self.metric}"
 
     def writer_options(self) -> dict[str, Any]:
         return {"suffix": self.path.suffix or ".parquet"}

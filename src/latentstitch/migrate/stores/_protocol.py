@@ -119,6 +119,12 @@ class StoreWriter:
         raise NotImplementedError
 
     @staticmethod
+    def cannot_hold(ids: np.ndarray) -> str | None:
+        """Why a store of this kind cannot hold ``ids`` (some of a store's ids, checked before anything is
+        bridged), or None when it can."""
+        return None
+
+    @staticmethod
     def writes_in_place(path: Path) -> bool:
         """Whether a writer of this class at ``path`` is ``in_place`` (known before it is created)."""
         return False
