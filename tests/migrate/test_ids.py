@@ -142,6 +142,7 @@ def test_the_cli_refuses_a_npy_output_for_faiss_ids_in_one_line_naming_its_optio
     [
         pytest.param("faiss", "new.index", "FAISS index holds integer ids only", marks=needs("faiss")),
         pytest.param("qdrant", "new_qdrant", "unsigned integer or a UUID", marks=needs("qdrant_client")),
+        pytest.param("milvus", "new.db", "at most 65535 bytes, and an id has 70000", marks=needs("milvus_lite")),
     ],
 )
 def test_text_ids_an_output_kind_cannot_hold_are_refused_before_anything_is_bridged(
@@ -149,8 +150,10 @@ def test_text_ids_an_output_kind_cannot_hold_are_refused_before_anything_is_brid
 ):
     pytest.importorskip("pyarrow")
     _, migration, path = saved
-    _build_parquet(tmp_path / "old.parquet", _string_ids(len(corpus.ids)), corpus.old)
+    ids = _string_ids(len(corpus.ids))
+    ids[0] = "doc-0" + "x" * (70_000 - 5) if kind == "milvus" else ids[0]
+    _build_parquet(tmp_path / "old.parquet", ids, corpus.old)
     store = open_store(tmp_path / "old.parquet", id_column="id")
-    with pytest.raises(ValueError, match=rf"output: '.*{out}': .*{words}.*'doc-0'.*\.parquet"):
+    with pytest.raises(ValueError, match=rf"output: '.*{out}': .*{words}.*\.parquet"):
         apply_migration(migration, path, store, tmp_path / out, kind=kind, chunk_rows=100)
     assert not (tmp_path / out).exists() and not work_folder(tmp_path / out).exists()

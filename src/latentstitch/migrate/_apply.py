@@ -314,7 +314,7 @@ def _refuse_lost_ids(store: VectorStore, output: Path, kind: str) -> None:
     if why:
         raise ValueError(
             f"output: {str(output)!r}: {why}; the store ({store.describe()}) has such ids: write a kind that keeps "
-            "them (a .parquet file, LanceDB, Chroma or Milvus)"
+            "them (a .parquet file or LanceDB)"
         )
     if writes_in_place(kind, output) and not store.ids_are_rows:
         raise ValueError(

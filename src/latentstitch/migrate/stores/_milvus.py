@@ -78,6 +78,12 @@ class MilvusStore(VectorStore):
         self.client.close()
 
 
+def _longest(ids: np.ndarray) -> int:
+    """The UTF-8 length of the longest text id (0 for integer ids)."""
+    ids = np.asarray(ids)
+    return 0 if ids.dtype.kind in "iu" or not len(ids) else max(len(str(i).encode()) for i in ids.tolist())
+
+
 class MilvusWriter(StoreWriter):
     """A new Milvus Lite ``.db`` file holding one collection (``id`` primary key, ``vector``). Given every id first
     (``begin``), string ids get a VARCHAR key as long as the longest id's UTF-8 bytes (Milvus counts bytes; at most
@@ -91,17 +97,19 @@ class MilvusWriter(StoreWriter):
         self.created = False
         self.max_length = DEFAULT_VARCHAR
 
+    @staticmethod
+    def cannot_hold(ids: np.ndarray) -> str | None:
+        longest = _longest(ids)
+        if longest > MAX_VARCHAR:
+            return f"a Milvus primary key holds at most {MAX_VARCHAR} bytes, and an id has {longest} (UTF-8)"
+        return None
+
     def begin(self, ids: np.ndarray) -> None:
         ids = np.asarray(ids)
-        if ids.dtype.kind in "iu" or not len(ids):
-            return
-        longest = max(len(str(i).encode("utf-8")) for i in ids.tolist())
-        if longest > MAX_VARCHAR:
-            raise ValueError(
-                f"output: a Milvus primary key holds at most {MAX_VARCHAR} bytes, and the longest id has {longest} "
-                "(UTF-8); shorten the ids, or write a format without that limit (a .parquet file, LanceDB)"
-            )
-        self.max_length = max(longest, 1)
+        if why := self.cannot_hold(ids):
+            raise ValueError(f"output: {why}; shorten the ids, or write a kind without that limit (a .parquet file)")
+        if ids.dtype.kind not in "iu" and len(ids):
+            self.max_length = max(_longest(ids), 1)
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         ids = np.asarray(ids)
