@@ -20,6 +20,7 @@ from latentstitch.migrate import apply_migration, open_store, work_folder
 from latentstitch.migrate.stores import fingerprint
 
 from .test_apply import Interrupting, expected
+from .test_stores import STORES, needs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -188,35 +189,90 @@ def test_racing_and_killed_cli_applies_refuse_the_second_and_resume_the_killed(s
     assert not work_folder(tmp_path / "new.npy").exists()
 
 
-@pytest.mark.integration
-@pytest.mark.parametrize(
-    "kind",
-    [
-        pytest.param("qdrant", marks=pytest.mark.skipif(not _has("qdrant_client"), reason="qdrant-client")),
-        pytest.param("milvus", marks=pytest.mark.skipif(not _has("milvus_lite"), reason="milvus-lite")),
-        pytest.param("chroma", marks=pytest.mark.skipif(not _has("chromadb"), reason="chromadb")),
+def _build_npy(path, ids, vectors):
+    np.save(path, vectors)  # its ids are its row numbers
+    return path
+
+
+def _build_parquet(path, ids, vectors):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), vectors.shape[1])
+    pq.write_table(pa.table({"embeddings": column} if ids is None else {"id": ids, "embeddings": column}), path)
+    return path
+
+
+#: Every output kind apply writes: (kind, source name, its builder, output name), each from a store of its kind.
+OUTPUTS = [
+    pytest.param("file", "old.npy", _build_npy, "new.npy", id="npy"),
+    pytest.param("file", "old.parquet", _build_parquet, "new.parquet", id="parquet", marks=needs("pyarrow")),
+    *[
+        pytest.param(kind, source, build, out, id=kind, marks=param.marks)
+        for param, out in zip(STORES, ["new.index", "new_lance", "new_chroma", "new_qdrant", "new.db"], strict=True)
+        for kind, source, build in [param.values]
     ],
-)
-def test_an_interrupted_apply_into_a_database_resumes(saved, corpus, tmp_path, kind):
-    """A database output used to be created before the first chunk: the resume then failed on the collection the
-    interrupted run had created. It is now built from the chunks at the end, so a resume just goes on."""
-    _, migration, path = saved
-    np.save(tmp_path / "old.npy", corpus.old)
-    name = "new.db" if kind == "milvus" else "new"
-    with pytest.raises(KeyboardInterrupt):
-        apply_migration(
-            migration, path, Interrupting(open_store(tmp_path / "old.npy"), 2), tmp_path / name,
-            chunk_rows=100, kind=kind,
-        )  # fmt: skip
-    resumed = apply_migration(
-        migration, path, open_store(tmp_path / "old.npy"), tmp_path / name, chunk_rows=100, kind=kind
-    )
-    assert resumed.resumed_chunks == 2
-    store = open_store(tmp_path / name)
+]
+
+
+def _read_sorted(path):
+    store = open_store(path)
     try:
         ids, vectors = store.read()
     finally:
         store.close()
-    order = np.argsort(ids.astype(np.int64))
-    np.testing.assert_array_equal(ids.astype(np.int64)[order], np.arange(len(corpus.old)))
-    np.testing.assert_allclose(vectors[order], migration.transform_corpus(corpus.old), atol=1e-5)
+    ids = ids.astype(np.int64)  # Chroma's ids are text
+    order = np.argsort(ids)
+    return ids[order], vectors[order]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("kind", "source", "build", "out"), OUTPUTS)
+def test_an_interrupted_apply_resumes_into_every_output_kind_and_never_writes_its_input(
+    saved, corpus, tmp_path, kind, source, build, out
+):
+    """Each store kind into its own kind: a run stopped after 2 of 6 chunks is resumed (a database output used to
+    be created before the first chunk: the resume then failed on the collection the interrupted run had created)
+    and writes what an uninterrupted run writes; the input store's files are never changed."""
+    _, migration, path = saved
+    ids = np.arange(len(corpus.old)) if source.endswith(".npy") else corpus.ids
+    build(tmp_path / source, ids, corpus.old)
+    before = fingerprint(tmp_path / source)
+    with pytest.raises(KeyboardInterrupt):
+        apply_migration(
+            migration, path, Interrupting(open_store(tmp_path / source), 2), tmp_path / out, chunk_rows=100, kind=kind
+        )
+    assert fingerprint(tmp_path / source) == before and not (tmp_path / out).exists()
+    resumed = apply_migration(migration, path, open_store(tmp_path / source), tmp_path / out, chunk_rows=100, kind=kind)
+    assert resumed.resumed_chunks == 2 and resumed.chunks == 6
+    assert fingerprint(tmp_path / source) == before
+    got_ids, got = _read_sorted(tmp_path / out)
+    np.testing.assert_array_equal(got_ids, ids)
+    np.testing.assert_allclose(got, migration.transform_corpus(corpus.old), atol=1e-5)
+    assert not work_folder(tmp_path / out).exists()
+
+
+@pytest.mark.parametrize(("kind", "source", "build", "out"), OUTPUTS)
+def test_an_apply_to_an_output_another_run_holds_is_refused_on_every_output_kind(
+    saved, corpus, tmp_path, kind, source, build, out
+):
+    """Two applies to one output, each kind: the second is refused at once, writes nothing, and leaves the first
+    run's work folder and the input store as they were."""
+    from latentstitch._core.locks import FolderBusy, hold_lock
+
+    _, migration, path = saved
+    build(tmp_path / source, np.arange(len(corpus.old)) if source.endswith(".npy") else corpus.ids, corpus.old)
+    before = fingerprint(tmp_path / source)
+    work = work_folder(tmp_path / out)
+    work.mkdir()
+    (work / "manifest.json").write_text("{}")  # the first run's
+    with hold_lock(work / "lock", "held"):
+        store = open_store(tmp_path / source)
+        try:
+            with pytest.raises(FolderBusy, match=r"being written by another apply"):
+                apply_migration(migration, path, store, tmp_path / out, chunk_rows=100, kind=kind)
+        finally:
+            store.close()
+    assert not (tmp_path / out).exists() and (work / "manifest.json").read_text() == "{}"
+    assert sorted(p.name for p in work.iterdir()) == ["lock", "manifest.json"]
+    assert fingerprint(tmp_path / source) == before

@@ -56,7 +56,12 @@ def _index_options(parser: argparse.ArgumentParser) -> None:
         help="the metric of a file or LanceDB INDEX (default: cosine for unit vectors, else ip for a file and l2, its "
         "default, for LanceDB); other stores say their own",
     )
-    group.add_argument("--id-column", default=None, metavar="NAME", help="the id column of a table INDEX")
+    group.add_argument(
+        "--id-column",
+        default=None,
+        metavar="NAME",
+        help="the id column of a table INDEX (default: a column named id, else the row numbers)",
+    )
 
 
 def _sub(actions, name: str, help_text: str) -> argparse.ArgumentParser:

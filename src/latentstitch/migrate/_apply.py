@@ -45,7 +45,7 @@ from latentstitch.migrate._chunks import (
 from latentstitch.migrate._inputs import check_ids, check_vectors
 from latentstitch.migrate._migration import Migration
 from latentstitch.migrate._retrieval import prepare
-from latentstitch.migrate.stores import VectorStore, create_writer, exact_batches, writes_in_place
+from latentstitch.migrate.stores import VectorStore, cannot_hold, create_writer, exact_batches, writes_in_place
 
 MANIFEST = "manifest.json"
 LOCK = "lock"
@@ -135,8 +135,9 @@ def apply_migration(
         raise FileExistsError(f"--output: {str(output)!r} exists; apply writes a new collection, never over one")
     if not output.parent.is_dir():
         raise FileNotFoundError(f"--output: the folder {str(output.parent)!r} does not exist")
-    replacements = _replacements(migration, sample_ids, sample_new)
     kind = kind or store.kind
+    _refuse_lost_ids(store, output, kind)
+    replacements = _replacements(migration, sample_ids, sample_new, store)
     given = {
         "bridge": migration.bridge_sha256(migration_path),
         "source": store.fingerprint(),
@@ -304,7 +305,44 @@ def _sample_digest(replacements: dict[str, np.ndarray] | None) -> str | None:
     return digest.hexdigest()
 
 
-def _replacements(migration: Migration, sample_ids, sample_new) -> dict[str, np.ndarray] | None:
+def _refuse_lost_ids(store: VectorStore, output: Path, kind: str) -> None:
+    """Ids the output cannot hold, refused before anything is bridged: a kind that refuses the store's kind of id
+    (FAISS: integers only; Qdrant: unsigned integers or UUIDs), or a ``.npy`` output (no ids: its ids are its row
+    numbers) for a store with ids of its own."""
+    first = next(iter(store.batches(256)), None)  # the ids' type: one kind of id per store
+    why = None if first is None else cannot_hold(kind, first[0])
+    if why:
+        raise ValueError(
+            f"output: {str(output)!r}: {why}; the store ({store.describe()}) has such ids: write a kind that keeps "
+            "them (a .parquet file or LanceDB)"
+        )
+    if writes_in_place(kind, output) and not store.ids_are_rows:
+        raise ValueError(
+            f"output: {str(output)!r} is a .npy file, which holds no ids (its ids are its row numbers), but the "
+            f"store ({store.describe()}) has ids of its own: they would be lost; write a format that keeps them "
+            f"(a .parquet, .npz or .safetensors file, or a {store.kind} store)"
+        )
+
+
+def _rows_of_sample(sample_ids: np.ndarray, store: VectorStore) -> None:
+    """A store whose ids are its row numbers is given its re-embedded items by row number: other ids (a document's
+    own id) would replace the wrong rows."""
+    if sample_ids.dtype.kind not in "iu":
+        raise ValueError(
+            f"sample_ids: the store ({store.describe()}) has no ids of its own, its ids are its row numbers, but "
+            f"sample_ids holds text ids (e.g. {str(sample_ids[0])!r}); give each re-embedded item's row number in "
+            "the store"
+        )
+    outside = (sample_ids < 0) | (sample_ids >= store.count)
+    if outside.any():
+        raise ValueError(
+            f"sample_ids: the store ({store.describe()}) has no ids of its own, its ids are its row numbers 0 to "
+            f"{store.count - 1}, but {int(outside.sum())} sample ids are not (e.g. {int(sample_ids[outside][0])}); "
+            "give each re-embedded item's row number in the store"
+        )
+
+
+def _replacements(migration: Migration, sample_ids, sample_new, store: VectorStore) -> dict[str, np.ndarray] | None:
     if sample_ids is None:
         return None
     new = check_vectors(
@@ -315,5 +353,7 @@ def _replacements(migration: Migration, sample_ids, sample_new) -> dict[str, np.
         width_of="like the migration's new model",
     )
     sample_ids = check_ids(sample_ids, "sample_ids", count=len(new), count_name="sample_new")
+    if store.ids_are_rows and len(sample_ids):
+        _rows_of_sample(sample_ids, store)
     vectors = prepare(new, migration.metric).numpy()
     return {str(i): vectors[row] for row, i in enumerate(sample_ids.tolist())}

@@ -111,6 +111,12 @@ def create_writer(
     return writer_class(Path(os.fspath(path)), dimension, metric, collection, **options)
 
 
+def cannot_hold(kind: str, ids) -> str | None:
+    """Why a store of ``kind`` cannot hold ``ids`` (``StoreWriter.cannot_hold``), or None when it can."""
+    _, writer_class = _classes(kind, "kind")
+    return writer_class.cannot_hold(ids)
+
+
 def writes_in_place(kind: str, path: str | os.PathLike) -> bool:
     """Whether the writer of ``kind`` at ``path`` takes rows at an offset (``StoreWriter.in_place``)."""
     _, writer_class = _classes(kind, "kind")
@@ -123,6 +129,7 @@ __all__ = [
     "StoreError",
     "StoreWriter",
     "VectorStore",
+    "cannot_hold",
     "check_faiss_file",
     "check_ids",
     "check_kind",

@@ -86,6 +86,7 @@ class FaissStore(VectorStore):
         self.index = lib.downcast_index(index)
         self.inner = lib.downcast_index(self.index.index) if self.header["idmap"] else self.index
         self.count, self.dimension = int(self.index.ntotal), int(self.index.d)
+        self.ids_are_rows = not self.header["idmap"] and self.header["type"] != "ivf"  # an IVF index has its own
         if self.header["metric_type"] == 1:
             self.metric = "l2"
         else:
@@ -155,10 +156,19 @@ class FaissWriter(StoreWriter):
         super().__init__(path, dimension, metric, collection, **options)
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
 
+    @staticmethod
+    def cannot_hold(ids: np.ndarray) -> str | None:
+        ids = np.asarray(ids)
+        return (
+            None
+            if ids.dtype.kind in "iu"
+            else f"a FAISS index holds integer ids only, not text ids like {str(ids[0])!r}"
+        )
+
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         ids = np.asarray(ids)
-        if ids.dtype.kind not in "iu":
-            raise ValueError(f"--output: a FAISS index holds integer ids only, got {ids.dtype} ids")
+        if self.cannot_hold(ids):
+            raise ValueError(f"output: {self.cannot_hold(ids)}")
         self.parts.append((ids.astype(np.int64), np.ascontiguousarray(vectors, dtype=np.float32)))
 
     def close(self) -> None:

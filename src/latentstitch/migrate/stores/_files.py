@@ -1,5 +1,6 @@
 """Embedding files as a store: ``.npy``, ``.npz``, ``.safetensors``, ``.pt``, ``.parquet``, ``.csv`` and Hugging Face
-``save_to_disk`` folders, read by ``latentstitch.embeddings`` (ids from ``id_column``, else the row numbers). A file
+``save_to_disk`` folders, read by ``latentstitch.embeddings``. Ids: ``id_column``'s; without it, a column (or array)
+named ``id`` when the file has one (as a LanceDB table's); else the row numbers (``ids_are_rows``). A file
 has no metric of its own: give it (``metric=``), else unit rows are read as cosine and others as inner product."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch.embeddings import EmbeddingWriter, open_embeddings
+from latentstitch.embeddings import EmbeddingFileError, EmbeddingWriter, open_embeddings
 from latentstitch.migrate._retrieval import check_metric
 from latentstitch.migrate.stores._protocol import BATCH_ROWS, StoreWriter, VectorStore, check_ids, unit_norm
 
@@ -19,9 +20,10 @@ class FileStore(VectorStore):
 
     def __init__(self, path: Path, option: str, *, metric: str | None = None, id_column: str | None = None, **_):
         super().__init__(path, option)
-        self.file = open_embeddings(path, id_column=id_column, option=option)
+        self.file, self.id_column = _open_with_ids(path, id_column, option)
         self.count, self.dimension = self.file.n_rows, self.file.n_features
-        self.ids = self.file.ids if self.file.ids is not None else np.arange(self.count, dtype=np.int64)
+        self.ids_are_rows = self.file.ids is None
+        self.ids = np.arange(self.count, dtype=np.int64) if self.ids_are_rows else self.file.ids
         check_ids(self.ids, self.error)
         if metric is None:
             first = next(self.file.chunks(min(self.count, 4096)))[1]
@@ -33,10 +35,25 @@ class FileStore(VectorStore):
             yield self.ids[start : start + len(block)], np.asarray(block, dtype=np.float32)
 
     def describe(self) -> str:
-        return f"{self.file.describe()}, metric {self.metric}"
+        ids = "ids: row numbers" if self.ids_are_rows else f"ids from {self.id_column!r}"
+        return f"{self.file.describe().removesuffix(', with ids')}, {ids}, metric {self.metric}"
 
     def writer_options(self) -> dict[str, Any]:
         return {"suffix": self.path.suffix or ".parquet"}
+
+
+def _open_with_ids(path: Path, id_column: str | None, option: str) -> tuple[Any, str | None]:
+    """The file opened with its ids, and the column they came from: ``id_column``'s, else those of a column or array
+    named ``id`` when it has one (``.npy`` holds none), else none (None: the row numbers)."""
+    if id_column is None and path.suffix.lower() != ".npy":
+        try:
+            opened = open_embeddings(path, id_column="id", option=option)
+        except EmbeddingFileError as error:
+            if "(given by id_column=)" not in str(error):  # not a missing ``id``: the file's own problem
+                raise
+        else:
+            return opened, "id"
+    return open_embeddings(path, id_column=id_column, option=option), id_column
 
 
 class FileWriter(StoreWriter):

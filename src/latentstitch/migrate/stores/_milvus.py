@@ -16,6 +16,9 @@ from latentstitch.migrate.stores._lancedb import _only
 from latentstitch.migrate.stores._protocol import BATCH_ROWS, StoreWriter, VectorStore
 
 METRICS = {"IP": "ip", "L2": "l2", "COSINE": "cosine"}
+#: A VARCHAR primary key's length (UTF-8 bytes): Milvus' largest, and the one used when the ids are not given first.
+MAX_VARCHAR = 65_535
+DEFAULT_VARCHAR = 512
 
 
 def milvus():
@@ -75,13 +78,38 @@ class MilvusStore(VectorStore):
         self.client.close()
 
 
+def _longest(ids: np.ndarray) -> int:
+    """The UTF-8 length of the longest text id (0 for integer ids)."""
+    ids = np.asarray(ids)
+    return 0 if ids.dtype.kind in "iu" or not len(ids) else max(len(str(i).encode()) for i in ids.tolist())
+
+
 class MilvusWriter(StoreWriter):
-    """A new Milvus Lite ``.db`` file holding one collection (``id`` primary key, ``vector``)."""
+    """A new Milvus Lite ``.db`` file holding one collection (``id`` primary key, ``vector``). Given every id first
+    (``begin``), string ids get a VARCHAR key as long as the longest id's UTF-8 bytes (Milvus counts bytes; at most
+    ``MAX_VARCHAR``); without it, ``DEFAULT_VARCHAR``."""
+
+    ids_first = True
 
     def __init__(self, path: Path, dimension: int, metric: str, collection: str, **options: Any):
         super().__init__(path, dimension, metric, collection, **options)
         self.client = milvus().MilvusClient(str(path))
         self.created = False
+        self.max_length = DEFAULT_VARCHAR
+
+    @staticmethod
+    def cannot_hold(ids: np.ndarray) -> str | None:
+        longest = _longest(ids)
+        if longest > MAX_VARCHAR:
+            return f"a Milvus primary key holds at most {MAX_VARCHAR} bytes, and an id has {longest} (UTF-8)"
+        return None
+
+    def begin(self, ids: np.ndarray) -> None:
+        ids = np.asarray(ids)
+        if why := self.cannot_hold(ids):
+            raise ValueError(f"output: {why}; shorten the ids, or write a kind without that limit (a .parquet file)")
+        if ids.dtype.kind not in "iu" and len(ids):
+            self.max_length = max(_longest(ids), 1)
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         ids = np.asarray(ids)
@@ -91,7 +119,7 @@ class MilvusWriter(StoreWriter):
             if ids.dtype.kind in "iu":
                 schema.add_field("id", lib.DataType.INT64, is_primary=True)
             else:
-                schema.add_field("id", lib.DataType.VARCHAR, is_primary=True, max_length=512)
+                schema.add_field("id", lib.DataType.VARCHAR, is_primary=True, max_length=self.max_length)
             schema.add_field("vector", lib.DataType.FLOAT_VECTOR, dim=self.dimension)
             index = self.client.prepare_index_params()
             index.add_index("vector", index_type="AUTOINDEX", metric_type=self.metric.upper())

@@ -35,6 +35,8 @@ class VectorStore:
     kind = "store"
     #: The store's own ANN search exists (the certificate then reads it).
     has_search = False
+    #: The store has no ids of its own: its ids are its row numbers (a ``.npy`` file, a bare flat FAISS index).
+    ids_are_rows = False
 
     def __init__(self, path: Path, option: str, collection: str | None = None):
         self.path, self.option, self.collection = path, option, collection
@@ -115,6 +117,12 @@ class StoreWriter:
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         raise NotImplementedError
+
+    @staticmethod
+    def cannot_hold(ids: np.ndarray) -> str | None:
+        """Why a store of this kind cannot hold ``ids`` (some of a store's ids, checked before anything is
+        bridged), or None when it can."""
+        return None
 
     @staticmethod
     def writes_in_place(path: Path) -> bool:

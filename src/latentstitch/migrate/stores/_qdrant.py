@@ -6,6 +6,7 @@ normalised. Local mode locks and may rewrite the folder it opens: a store is rea
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,24 @@ class QdrantWriter(StoreWriter):
             ),
         )
 
+    @staticmethod
+    def cannot_hold(ids: np.ndarray) -> str | None:
+        ids = np.asarray(ids)
+        if ids.dtype.kind in "iu":
+            negative = ids[ids < 0]
+            return (
+                f"a Qdrant point id is an unsigned integer or a UUID, not {int(negative[0])}" if len(negative) else None
+            )
+        for value in ids.tolist():
+            try:
+                uuid.UUID(str(value))
+            except ValueError:
+                return f"a Qdrant point id is an unsigned integer or a UUID, not the text {str(value)!r}"
+        return None
+
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        if self.cannot_hold(ids):
+            raise ValueError(f"output: {self.cannot_hold(ids)}")
         ids = np.asarray(ids).tolist()
         self.client.upsert(self.collection, points=self.models.Batch(ids=ids, vectors=np.asarray(vectors).tolist()))
 
