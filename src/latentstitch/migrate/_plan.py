@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,8 @@ def budget_count(budget: float, n: int, name: str = "budget") -> int:
     """A budget as a count: a share in (0, 1) of ``n`` items, or a whole count in [2, n]."""
     if isinstance(budget, bool) or not isinstance(budget, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name}: expected a count or a share in (0, 1), got {type(budget).__name__}")
+    if not math.isfinite(budget):
+        raise ValueError(f"{name}: expected a count or a share in (0, 1), got {budget}")
     count = round(budget * n) if 0 < budget < 1 else int(budget)
     if budget != int(budget) and not 0 < budget < 1:
         raise ValueError(f"{name}: expected a whole count or a share in (0, 1), got {budget}")
