@@ -163,6 +163,6 @@ def check_thresholds(thresholds: Any, metric: str, name: str = "thresholds") -> 
     for i, t in enumerate(thresholds):
         try:
             checked.append(check_number(t, f"{name}[{i}]", low=low, high=high))
-        except ValueError as error:  # the argument first (the CLI translates it), then what the range is of
-            raise ValueError(f"{error} ({metric} scores)") from None
+        except (ValueError, TypeError) as error:  # the argument first (the CLI translates it), then the range's
+            raise type(error)(f"{error} ({metric} scores)") from None
     return checked
