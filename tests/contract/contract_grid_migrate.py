@@ -680,6 +680,50 @@ def migration_file_cases(workspace: Any) -> list[Case]:
     return cases
 
 
+PLAN_DAMAGE: dict[str, Callable[[Path], Path]] = {
+    "empty file": lambda p: (p.write_text(""), p)[1],
+    "garbage bytes": lambda p: (p.write_bytes(b"\xff\xfe" * 50), p)[1],
+    "header only": lambda p: (p.write_text("id,role\n"), p)[1],
+    "no role column": lambda p: (p.write_text("id\n1\n2\n"), p)[1],
+    "an unknown role": lambda p: (p.write_text("id,role\n1,fit\n2,later\n"), p)[1],
+    "an id twice": lambda p: (p.write_text("id,role\n1,fit\n1,certify\n4,fit\n"), p)[1],
+    "missing": lambda p: (p.unlink(), p)[1],
+    "a folder": lambda p: (p.unlink(), p.mkdir(), p)[2],
+}
+
+
+def plan_file_cases(workspace: Any) -> list[Case]:
+    from latentstitch.migrate import load_plan, save_plan
+
+    def run(damage: Callable[[Path], Path], suffix: str = ".csv") -> Any:
+        path = save_plan(_fitted()[0], workspace.folder() / f"plan{suffix}")
+        return load_plan(damage(path), name="plan")
+
+    def same(loaded: Any) -> str | None:
+        plan = _fitted()[0]
+        fit_ids, holdout_ids = (np.asarray(part).astype(str).tolist() for part in loaded)
+        if fit_ids != plan.fit_ids.astype(str).tolist() or holdout_ids != plan.holdout_ids.astype(str).tolist():
+            return "the plan read back differs from the plan written"
+        return None
+
+    cases = [
+        Case("migrate", "load_plan", f"clean {suffix}", functools.partial(run, lambda p: p, suffix), check=same)
+        for suffix in (".csv", ".parquet")
+    ]
+    for label, damage in PLAN_DAMAGE.items():
+        cases.append(
+            Case(
+                "migrate",
+                "load_plan",
+                label,
+                functools.partial(run, damage),
+                names=(str(workspace.root), "plan"),
+                valid=False,
+            )
+        )
+    return cases
+
+
 # --- damaged stores -------------------------------------------------------------------------------------------------
 
 
@@ -959,6 +1003,7 @@ def migrate_cases(workspace: Any) -> list[Case]:
         + certify_cases()
         + apply_cases(workspace)
         + migration_file_cases(workspace)
+        + plan_file_cases(workspace)
         + store_cases(workspace)
         + cli_cases(workspace)
     )

@@ -91,6 +91,8 @@ def load_plan(path: str | os.PathLike, name: str = "--plan") -> tuple[np.ndarray
     roles = np.asarray(roles)
     if not set(roles.tolist()) <= {"fit", "certify"}:
         raise ValueError(f"{name}: {str(source)!r} has roles other than fit / certify")
+    if not len(roles):
+        raise ValueError(f"{name}: {str(source)!r} lists no ids; `migrate plan` writes at least 2 (re-plan the sample)")
     ids = check_ids(ids, f"{name} ({str(source)!r}'s ids)")
     return ids[roles == "fit"], ids[roles == "certify"]
 
