@@ -268,6 +268,47 @@ def plan_cases() -> list[Case]:
     return cases
 
 
+def _sample_arguments(**changes: Any) -> dict[str, Any]:
+    """The clean index and re-embedded sample of fit_migration and certify_migration, with ``changes``."""
+    c, plan = corpus(), _fitted()[0]
+    return {
+        "index_ids": c["ids"],
+        "index_vectors": c["old"],
+        "sample_ids": plan.ids,
+        "sample_new": _new_of(plan.ids),
+        "holdout_ids": plan.holdout_ids,
+        **changes,
+    }
+
+
+def _vector_cases(target: str, call: Callable[..., Any], changes: tuple[str, ...], accepted, check) -> list[Case]:
+    """The grid's vector changes of index_vectors and sample_new (``accepted(argument, change)``: a correct result
+    or a clear refusal; every other refused naming the argument or its ids)."""
+    clean = _sample_arguments()
+    return [
+        Case(
+            "migrate",
+            target,
+            f"{argument}: {change}",
+            call(**{argument: _vectors(change, clean[argument])}),
+            names=(argument, argument.replace("_vectors", "_ids").replace("_new", "_ids")),
+            valid=accepted(argument, change),
+            check=check,
+        )
+        for argument in ("index_vectors", "sample_new")
+        for change in changes
+    ]
+
+
+def _option_cases(target: str, call: Callable[..., Any], bad: dict[str, tuple]) -> list[Case]:
+    """One case per bad value of each option, refused naming the option."""
+    return [
+        Case("migrate", target, f"{option}={_shown(value)}", call(**{option: value}), names=(option,), valid=False)
+        for option, values in bad.items()
+        for value in values
+    ]
+
+
 def fit_cases() -> list[Case]:
     from latentstitch.migrate import QuerySample, fit_migration
 
@@ -279,33 +320,19 @@ def fit_cases() -> list[Case]:
     quick = {"folds": 2, "inner_folds": 2, "routes": ["procrustes"]}
 
     def call(**changes: Any) -> Callable[[], Any]:
-        arguments = {
-            "index_ids": c["ids"],
-            "index_vectors": c["old"],
-            "sample_ids": sample_ids,
-            "sample_new": sample_new,
-            "holdout_ids": plan.holdout_ids,
-            **quick,
-            **changes,
-        }
+        arguments = _sample_arguments(**{**quick, **changes})
         return lambda: fit_migration(**arguments)
 
     cases = [Case("migrate", target, "clean", call(), check=_migration_check, must_succeed=True)]
-    for argument, base in (("index_vectors", c["old"]), ("sample_new", sample_new)):
-        for change in VECTOR_CHANGES:
-            valid = change in ACCEPTED_VECTORS or (change == "int64" and argument == "index_vectors")
-            degenerate = change in DEGENERATE_VECTORS
-            cases.append(
-                Case(
-                    "migrate",
-                    target,
-                    f"{argument}: {change}",
-                    call(**{argument: _vectors(change, base)}),
-                    names=(argument, argument.replace("_vectors", "_ids").replace("_new", "_ids")),
-                    valid=valid or (degenerate and change == "zero row"),
-                    check=_migration_check,
-                )
-            )
+    cases += _vector_cases(
+        target,
+        call,
+        VECTOR_CHANGES,
+        lambda argument, change: (
+            change in ACCEPTED_VECTORS | {"zero row"} or (change == "int64" and argument == "index_vectors")
+        ),
+        _migration_check,
+    )
     for argument, base in (("index_ids", c["ids"]), ("sample_ids", sample_ids)):
         for change in ID_CHANGES:
             cases.append(
@@ -329,18 +356,7 @@ def fit_cases() -> list[Case]:
         "queries": ("queries", 3),
         "holdout_ids": (sample_ids, [10**9]),  # everything held out; an id not in the sample
     }
-    for option, values in bad_options.items():
-        for value in values:
-            cases.append(
-                Case(
-                    "migrate",
-                    target,
-                    f"{option}={_shown(value)}",
-                    call(**{option: value}),
-                    names=(option,),
-                    valid=False,
-                )
-            )
+    cases += _option_cases(target, call, bad_options)
     queries = {
         "wrong new width": lambda: QuerySample(c["new"][:5, :3], c["old"][:5], c["ids"][:5]),
         "wrong old width": lambda: QuerySample(c["new"][:5], c["old"][:5, :3], c["ids"][:5]),
@@ -391,39 +407,23 @@ def _shown(value: Any) -> str:
 def certify_cases() -> list[Case]:
     from latentstitch.migrate import certify_migration
 
-    c = corpus()
     plan, migration = _fitted()
-    sample_ids = plan.ids
-    sample_new = _new_of(sample_ids)
     target = "certify_migration"
 
     def call(**changes: Any) -> Callable[[], Any]:
-        arguments = {
-            "migration": migration,
-            "index_ids": c["ids"],
-            "index_vectors": c["old"],
-            "sample_ids": sample_ids,
-            "sample_new": sample_new,
-            "holdout_ids": plan.holdout_ids,
-            **changes,
-        }
+        arguments = _sample_arguments(**{"migration": migration, **changes})
         return lambda: certify_migration(**arguments)
 
     cases = [Case("migrate", target, "clean", call(), check=_finite_certificate, must_succeed=True)]
-    for argument, base in (("index_vectors", c["old"]), ("sample_new", sample_new)):
-        for change in (*VECTOR_CHANGES, "a column more"):
-            cases.append(
-                Case(
-                    "migrate",
-                    target,
-                    f"{argument}: {change}",
-                    call(**{argument: _vectors(change, base)}),
-                    names=(argument, argument.replace("_vectors", "_ids").replace("_new", "_ids")),
-                    valid=change in ACCEPTED_VECTORS
-                    or (change in ("int64", "zero row") and argument == "index_vectors"),
-                    check=_finite_certificate,
-                )
-            )
+    cases += _vector_cases(
+        target,
+        call,
+        (*VECTOR_CHANGES, "a column more"),
+        lambda argument, change: (
+            change in ACCEPTED_VECTORS or (change in ("int64", "zero row") and argument == "index_vectors")
+        ),
+        _finite_certificate,
+    )
     bad_options = {
         "migration": (None, "migration.json"),
         "level": (0, 1, 1.5, -0.5, math.nan, "0.95", None),
@@ -432,18 +432,7 @@ def certify_cases() -> list[Case]:
         "seed": (-1, 1.5),
         "holdout_ids": ((), [10**9], None),
     }
-    for option, values in bad_options.items():
-        for value in values:
-            cases.append(
-                Case(
-                    "migrate",
-                    target,
-                    f"{option}={_shown(value)}",
-                    call(**{option: value}),
-                    names=(option,),
-                    valid=False,
-                )
-            )
+    cases += _option_cases(target, call, bad_options)
     cases.append(
         Case(
             "migrate",
@@ -910,6 +899,10 @@ def _cli_files(workspace: Any) -> dict[str, str]:
     }
 
 
+def _certify(migration: str, *extra: str, sample: str = "{sample}") -> list[str]:
+    return ["certify", migration, "{index}", sample, "--plan", "{plan}", "-o", "{out}/c.json", *extra]
+
+
 # (argv after `migrate`, the option or file the one-line error must name)
 CLI_MIGRATE: list[tuple[list[str], str]] = [
     (["plan", "{index}", "--budget", "nan", "-o", "{out}/p.csv"], "--budget"),
@@ -929,44 +922,13 @@ CLI_MIGRATE: list[tuple[list[str], str]] = [
     (["fit", "{index}", "{sample}", "--plan", "{emptycsv}", "-o", "{out}/m.json"], "--plan"),
     (["fit", "{index}", "{sample}", "--plan", "{index}", "-o", "{out}/m.json"], "--plan"),
     (["fit", "{index}", "{sample}", "--plan", "{plan}", "-o", "{index}"], "--output"),
-    (
-        [
-            "certify",
-            "{migration}",
-            "{index}",
-            "{sample}",
-            "--plan",
-            "{plan}",
-            "--threshold",
-            "-3",
-            "-o",
-            "{out}/c.json",
-        ],
-        "--threshold",
-    ),
-    (
-        [
-            "certify",
-            "{migration}",
-            "{index}",
-            "{sample}",
-            "--plan",
-            "{plan}",
-            "--threshold",
-            "nan",
-            "-o",
-            "{out}/c.json",
-        ],
-        "--threshold",
-    ),
-    (
-        ["certify", "{both}", "{index}", "{sample}", "--plan", "{plan}", "--threshold", "5", "-o", "{out}/c.json"],
-        "--threshold",
-    ),
-    (["certify", "{both}", "{index}", "{wide}", "--plan", "{plan}", "-o", "{out}/c.json"], "SAMPLE"),
-    (["certify", "{tampered}", "{index}", "{sample}", "--plan", "{plan}", "-o", "{out}/c.json"], "MIGRATION"),
-    (["certify", "{missing}", "{index}", "{sample}", "--plan", "{plan}", "-o", "{out}/c.json"], "MIGRATION"),
-    (["certify", "{index}", "{index}", "{sample}", "--plan", "{plan}", "-o", "{out}/c.json"], "MIGRATION"),
+    (_certify("{migration}", "--threshold", "-3"), "--threshold"),
+    (_certify("{migration}", "--threshold", "nan"), "--threshold"),
+    (_certify("{both}", "--threshold", "5"), "--threshold"),
+    (_certify("{both}", sample="{wide}"), "SAMPLE"),
+    (_certify("{tampered}"), "MIGRATION"),
+    (_certify("{missing}"), "MIGRATION"),
+    (_certify("{index}"), "MIGRATION"),
     (["apply", "{migration}", "{index}", "-o", "{out}/n.index", "--chunk-rows", "0"], "--chunk-rows"),
     (["apply", "{migration}", "{index}", "-o", "{out}/n.index", "--chunk-rows", "2.5"], "--chunk-rows"),
     (["apply", "{migration}", "{index}", "-o", "{out}/n.index", "--chunk-rows", "-5"], "--chunk-rows"),
