@@ -90,3 +90,36 @@ def test_apply_names_a_chunk_size_that_is_not_a_positive_integer(corpus, saved, 
     with pytest.raises(error, match=message):
         apply_migration(migration, path, open_store(tmp_path / "old.npy"), tmp_path / "new.npy", chunk_rows=chunk_rows)
     assert not (tmp_path / "new.npy").exists()
+
+
+def test_apply_warns_when_re_embedded_ids_are_not_in_the_store(corpus, saved, tmp_path):
+    """Re-embedded items whose ids the store does not hold go nowhere: apply says which, and writes the rest."""
+    from latentstitch.migrate import MigrationWarning
+
+    _, migration, path = saved
+    np.save(tmp_path / "old.npy", corpus.old)  # a .npy store: its ids are row numbers 0..599
+    given = [5, 10**9, 10**9 + 1]
+    with pytest.warns(MigrationWarning, match=r"sample_ids: 2 of the 3 re-embedded ids are not in the store"):
+        apply_migration(
+            migration,
+            path,
+            open_store(tmp_path / "old.npy"),
+            tmp_path / "new.npy",
+            sample_ids=given,
+            sample_new=corpus.new[:3],
+        )
+    written = np.load(tmp_path / "new.npy")
+    np.testing.assert_allclose(written[5], corpus.new[0], atol=1e-6)  # the one it holds: its true new vector
+
+
+def test_a_chroma_output_name_chroma_refuses_is_refused_before_anything_is_written(corpus, saved, tmp_path):
+    _, migration, path = saved
+    np.save(tmp_path / "old.npy", corpus.old)
+    with pytest.raises(ValueError, match=r"output: 'my docs' is not a Chroma collection name"):
+        apply_migration(migration, path, open_store(tmp_path / "old.npy"), tmp_path / "my docs", kind="chroma")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "migration.corpus.safetensors",
+        "migration.json",
+        "migration.query.safetensors",
+        "old.npy",
+    ]

@@ -42,6 +42,7 @@ OPTIONS = {
     "ids": "--id-column",
     "output": "--output",
     "chunk_rows": "--chunk-rows",
+    "thresholds": "--threshold",
 }
 
 
@@ -184,20 +185,21 @@ def apply(args: argparse.Namespace, output: Path) -> int:
     sample_ids = sample_new = None
     if args.sample:
         sample_ids, sample_new = _sample(args, args.sample, "--sample")
-    result = apply_migration(
-        migration,
-        args.migration,
-        store,
-        output,
-        kind=args.output_kind,
-        sample_ids=sample_ids,
-        sample_new=sample_new,
-        chunk_rows=args.chunk_rows,
-        device=args.device,
-        client=args.scheduler or ("local" if args.workers is not None else None),
-        workers=args.workers,
-        progress=not args.quiet,
-    )
+    with option_errors({"sample_ids": "--sample", "sample_new": "--sample"}):  # apply's sample is an option
+        result = apply_migration(
+            migration,
+            args.migration,
+            store,
+            output,
+            kind=args.output_kind,
+            sample_ids=sample_ids,
+            sample_new=sample_new,
+            chunk_rows=args.chunk_rows,
+            device=args.device,
+            client=args.scheduler or ("local" if args.workers is not None else None),
+            workers=args.workers,
+            progress=not args.quiet,
+        )
     resumed = f", {result.resumed_chunks} chunks resumed" if result.resumed_chunks else ""
     print(
         f"migrated {result.rows} vectors ({result.dimension} features, float32) in {result.chunks} chunks"

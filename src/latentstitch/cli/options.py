@@ -93,9 +93,15 @@ def translate(message: str, options: Mapping[str, str]) -> str:
     left alone, so a file name or an English word equal to an argument is never rewritten."""
     leading = _LEADING.match(message)
     if leading is not None:
-        names = ", ".join(options.get(name, name) for name in leading.group(1).split(", "))
+        names = ", ".join(_option(name, options) for name in leading.group(1).split(", "))
         message = names + message[leading.end(1) :]
     return _KEYWORD.sub(lambda match: options.get(match.group(1), match.group(0)), message)
+
+
+def _option(name: str, options: Mapping[str, str]) -> str:
+    """The option of the argument ``name``; an item of a list argument (``"thresholds[0]"``) keeps its index."""
+    base, bracket, index = name.partition("[")
+    return options.get(name) or (options[base] + bracket + index if base in options else name)
 
 
 def output_folder(path: Path | str, option: str) -> Path:

@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,10 +43,17 @@ from latentstitch.migrate._chunks import (
     verified_chunk,
     write_chunk_files,
 )
-from latentstitch.migrate._inputs import check_ids, check_vectors
+from latentstitch.migrate._inputs import MigrationWarning, check_ids, check_vectors
 from latentstitch.migrate._migration import Migration
 from latentstitch.migrate._retrieval import prepare
-from latentstitch.migrate.stores import VectorStore, cannot_hold, create_writer, exact_batches, writes_in_place
+from latentstitch.migrate.stores import (
+    VectorStore,
+    cannot_hold,
+    check_collection_name,
+    create_writer,
+    exact_batches,
+    writes_in_place,
+)
 
 MANIFEST = "manifest.json"
 LOCK = "lock"
@@ -136,6 +144,7 @@ def apply_migration(
     if not output.parent.is_dir():
         raise FileNotFoundError(f"--output: the folder {str(output.parent)!r} does not exist")
     kind = kind or store.kind
+    check_collection_name(kind, output.stem, "output")  # the new collection is named after the output
     _refuse_lost_ids(store, output, kind)
     replacements = _replacements(migration, sample_ids, sample_new, store)
     given = {
@@ -204,11 +213,11 @@ def _apply_locked(migration, store, output, work, given, replacements, device, c
                     client, workers, migration, store, chunk_rows, work, done, replacements, device, record, advance
                 )
             else:
-                start = 0
+                start, written = 0, set()
                 for number, (ids, vectors) in enumerate(exact_batches(store.batches(chunk_rows), chunk_rows)):
                     if str(number) not in manifest["done"]:
                         out = migration.transform_corpus(vectors, device=device)
-                        replace_sampled(out, ids, replacements)
+                        written |= replace_sampled(out, ids, replacements)
                         if in_place:
                             writer.write_at(start, out)
                             digest = chunk_digest(out)
@@ -217,6 +226,8 @@ def _apply_locked(migration, store, output, work, given, replacements, device, c
                         record(number, digest)
                     start += len(ids)
                     advance(len(ids))
+                if replacements and not resumed:
+                    _warn_unwritten(set(replacements) - written, len(replacements))
         except OSError as error:
             if error.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise _disk_full(error, work, len(manifest["done"]), total) from None
@@ -245,6 +256,18 @@ def _apply_locked(migration, store, output, work, given, replacements, device, c
     manifest_path = output.with_name(output.name + ".manifest.json")
     write_text(manifest_path, json.dumps(final, indent=1) + "\n", option="output")
     return manifest_path, store.count, migration.new_dimension, total, resumed
+
+
+def _warn_unwritten(missing: set[str], total: int) -> None:
+    """Warn when re-embedded items given to apply are not in the store (their true vectors went nowhere)."""
+    if missing:
+        warnings.warn(
+            f"sample_ids: {len(missing)} of the {total} re-embedded ids are not in the store "
+            f"({', '.join(sorted(missing)[:5])}{' ...' if len(missing) > 5 else ''}); their new vectors were not "
+            "written: are they the store's ids?",
+            MigrationWarning,
+            stacklevel=4,
+        )
 
 
 def _remove(path: Path) -> None:

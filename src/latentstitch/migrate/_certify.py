@@ -112,6 +112,11 @@ def certify_migration(
 ) -> Certificate:
     """Measure ``migration`` on the held-out re-embedded items (``holdout_ids``, a subset of ``sample_ids``); see
     the module docstring. ``store``: an opened ``VectorStore`` whose own ANN search is also measured (query-side)."""
+    if not isinstance(migration, Migration):
+        raise TypeError(
+            f"migration: expected a Migration (fit_migration's result, or Migration.load(path)), got "
+            f"{type(migration).__name__}"
+        )
     check_seed(seed)
     check_choice(threshold_space, "threshold_space", ("old", "new"))
     level = check_level(level)
@@ -125,6 +130,7 @@ def certify_migration(
         width=migration.old_dimension,
         width_of="like the index the migration was fitted on",
         min_rows=2,
+        distinct=True,
     )
     index_ids = check_ids(index_ids, "index_ids", count=len(old), count_name="index_vectors")
     new = check_vectors(
@@ -133,6 +139,7 @@ def certify_migration(
         metric=metric,
         width=migration.new_dimension,
         width_of="like the migration's new model",
+        distinct=True,
     )
     sample_ids = check_ids(sample_ids, "sample_ids", count=len(new), count_name="sample_new")
     held = _held_out(migration, sample_ids, check_ids(holdout_ids, "holdout_ids"))

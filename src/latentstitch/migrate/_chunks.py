@@ -76,11 +76,15 @@ def verified_chunk(work: Path, number: int, digest: str) -> bool:
     return vectors.dtype == np.float32 and _digest(vectors, ids_bytes) == digest
 
 
-def replace_sampled(out: np.ndarray, ids, replacements: dict | None) -> None:
-    """Put the re-embedded items' true new vectors in place of their bridged ones (``out`` in place)."""
+def replace_sampled(out: np.ndarray, ids, replacements: dict | None) -> set[str]:
+    """Put the re-embedded items' true new vectors in place of their bridged ones (``out`` in place); returns the
+    ids replaced."""
+    replaced: set[str] = set()
     if not replacements:
-        return
+        return replaced
     for row, value in enumerate(np.asarray(ids).tolist()):
         vector = replacements.get(str(value))
         if vector is not None:
             out[row] = vector
+            replaced.add(str(value))
+    return replaced

@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.base import clone
 
 from latentstitch._core.folds import kfold, training_rows
-from latentstitch._core.params import check_seed
+from latentstitch._core.params import check_positive_int, check_seed
 from latentstitch.bridge import Bridge, resolve_routes
 from latentstitch.migrate._inputs import (
     MigrationWarning,
@@ -170,11 +170,17 @@ def fit_migration(
     the mode by ``folds``-fold cross-validation of MRR@10 over the whole index (see the module docstring)."""
     check_metric(metric)
     check_seed(seed)
+    modes = [modes] if isinstance(modes, str) else list(modes)  # one mode by name, like routes
+    if not modes:
+        raise ValueError(f"modes: expected at least one of {', '.join(MODES)}, got none")
     for mode in modes:
         if mode not in MODES:
             raise ValueError(f"modes: expected some of {', '.join(MODES)}, got {mode!r}")
     routes = check_routes(routes)
-    old = check_vectors(index_vectors, "index_vectors", metric=metric, min_rows=2)
+    inner_folds = check_positive_int(inner_folds, "inner_folds", minimum=2)
+    if queries is not None and not isinstance(queries, QuerySample):
+        raise TypeError(f"queries: expected a QuerySample(new, old, relevant) or None, got {type(queries).__name__}")
+    old = check_vectors(index_vectors, "index_vectors", metric=metric, min_rows=2, distinct=True)
     index_ids = check_ids(index_ids, "index_ids", count=len(old), count_name="index_vectors")
     new = check_vectors(sample_new, "sample_new", metric=metric, min_rows=2, distinct=True)
     ids = check_ids(sample_ids, "sample_ids", count=len(new), count_name="sample_new")

@@ -159,4 +159,10 @@ def check_thresholds(thresholds: Any, metric: str, name: str = "thresholds") -> 
     if isinstance(thresholds, (str, bytes)) or not hasattr(thresholds, "__iter__"):
         raise TypeError(f"{name}: expected a list of numbers, got {type(thresholds).__name__}")
     low, high = SCORE_RANGES[metric]
-    return [check_number(t, f"{name}[{i}] ({metric} scores)", low=low, high=high) for i, t in enumerate(thresholds)]
+    checked = []
+    for i, t in enumerate(thresholds):
+        try:
+            checked.append(check_number(t, f"{name}[{i}]", low=low, high=high))
+        except (ValueError, TypeError) as error:  # the argument first (the CLI translates it), then the range's
+            raise type(error)(f"{error} ({metric} scores)") from None
+    return checked

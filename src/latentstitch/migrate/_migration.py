@@ -207,6 +207,16 @@ class Migration:
             )
         except (KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"{name}: {str(source)!r} lacks the field {error} of a migration file") from None
+        except ValueError as error:  # a field's own check (named by ``name``) or a count that is not a number
+            message = str(error)
+            if str(source) in message:
+                raise
+            cause = (
+                message.removeprefix(f"{name}: ")
+                if message.startswith(f"{name}: ")
+                else (f"a field holds a value of the wrong type ({message})")
+            )
+            raise ValueError(f"{name}: {str(source)!r}: {cause}") from None
         where = f"{name}: {str(source)!r}"
         if "header_sha256" in payload and payload["header_sha256"] != _header_sha256(payload):
             raise ValueError(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +91,8 @@ def load_plan(path: str | os.PathLike, name: str = "--plan") -> tuple[np.ndarray
     roles = np.asarray(roles)
     if not set(roles.tolist()) <= {"fit", "certify"}:
         raise ValueError(f"{name}: {str(source)!r} has roles other than fit / certify")
+    if not len(roles):
+        raise ValueError(f"{name}: {str(source)!r} lists no ids; `migrate plan` writes at least 2 (re-plan the sample)")
     ids = check_ids(ids, f"{name} ({str(source)!r}'s ids)")
     return ids[roles == "fit"], ids[roles == "certify"]
 
@@ -98,6 +101,8 @@ def budget_count(budget: float, n: int, name: str = "budget") -> int:
     """A budget as a count: a share in (0, 1) of ``n`` items, or a whole count in [2, n]."""
     if isinstance(budget, bool) or not isinstance(budget, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name}: expected a count or a share in (0, 1), got {type(budget).__name__}")
+    if not math.isfinite(budget):
+        raise ValueError(f"{name}: expected a count or a share in (0, 1), got {budget}")
     count = round(budget * n) if 0 < budget < 1 else int(budget)
     if budget != int(budget) and not 0 < budget < 1:
         raise ValueError(f"{name}: expected a whole count or a share in (0, 1), got {budget}")

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,7 @@ def create_writer(
     """A writer of a new store of ``kind`` at ``path`` (which must not exist yet, except an in-place ``.npy``
     being resumed)."""
     _, writer_class = _classes(kind, "--output")
+    check_collection_name(kind, collection, "collection")
     return writer_class(Path(os.fspath(path)), dimension, metric, collection, **options)
 
 
@@ -115,6 +117,20 @@ def cannot_hold(kind: str, ids) -> str | None:
     """Why a store of ``kind`` cannot hold ``ids`` (``StoreWriter.cannot_hold``), or None when it can."""
     _, writer_class = _classes(kind, "kind")
     return writer_class.cannot_hold(ids)
+
+
+#: Collection names each database accepts (Chroma refuses others with a raw validation error when it writes).
+_CHROMA_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{1,510})[A-Za-z0-9]")
+
+
+def check_collection_name(kind: str, name: str, argument: str) -> None:
+    """Refuse, before anything is written, a collection name the store of ``kind`` would refuse (``argument``: what
+    gave the name; apply names its collection after its output)."""
+    if kind == "chroma" and not _CHROMA_NAME.fullmatch(name):
+        raise ValueError(
+            f"{argument}: {name!r} is not a Chroma collection name: expected 3 to 512 letters, digits, '.', '_' or "
+            "'-', starting and ending with a letter or digit"
+        )
 
 
 def writes_in_place(kind: str, path: str | os.PathLike) -> bool:

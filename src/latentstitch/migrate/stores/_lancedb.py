@@ -49,24 +49,30 @@ class LanceStore(VectorStore):
 
     def __init__(self, path: Path, option: str, *, collection=None, metric=None, id_column=None, **_):
         super().__init__(path, option, collection)
-        folder, names = (path.parent, [path.stem]) if path.suffix == ".lance" else (path, None)
-        self.db = lancedb().connect(str(folder))
-        listed = self.db.list_tables()
-        names = names or list(getattr(listed, "tables", listed))
-        self.collection = _only(names, collection or (names[0] if path.suffix == ".lance" else None), self.error)
-        self.table = self.db.open_table(self.collection)
-        schema = self.table.schema
-        vector_columns = [f.name for f in schema if str(f.type).startswith("fixed_size_list")]
-        if not vector_columns:
-            raise self.error(f"table {self.collection!r} has no fixed-size vector column")
-        self.vector_column = "vector" if "vector" in vector_columns else vector_columns[0]
-        self.id_column = id_column or "id"
-        if self.id_column not in schema.names:
-            raise self.error(f"table {self.collection!r} has no id column {self.id_column!r} (--id-column)")
-        self.count = self.table.count_rows()
-        self.dimension = schema.field(self.vector_column).type.list_size
-        ids = [batch.column(0).to_numpy(zero_copy_only=False) for batch in self._scan([self.id_column], BATCH_ROWS)]
-        check_ids(np.concatenate(ids) if ids else np.zeros(0, np.int64), self.error)
+        try:  # a damaged folder: lance's own error (a RuntimeError or OSError naming its source files)
+            folder, names = (path.parent, [path.stem]) if path.suffix == ".lance" else (path, None)
+            self.db = lancedb().connect(str(folder))
+            listed = self.db.list_tables()
+            names = names or list(getattr(listed, "tables", listed))
+            self.collection = _only(names, collection or (names[0] if path.suffix == ".lance" else None), self.error)
+            self.table = self.db.open_table(self.collection)
+            schema = self.table.schema
+            vector_columns = [f.name for f in schema if str(f.type).startswith("fixed_size_list")]
+            if not vector_columns:
+                raise self.error(f"table {self.collection!r} has no fixed-size vector column")
+            self.vector_column = "vector" if "vector" in vector_columns else vector_columns[0]
+            self.id_column = id_column or "id"
+            if self.id_column not in schema.names:
+                raise self.error(f"table {self.collection!r} has no id column {self.id_column!r} (--id-column)")
+            self.count = self.table.count_rows()
+            self.dimension = schema.field(self.vector_column).type.list_size
+            ids = [batch.column(0).to_numpy(zero_copy_only=False) for batch in self._scan([self.id_column], BATCH_ROWS)]
+            check_ids(np.concatenate(ids) if ids else np.zeros(0, np.int64), self.error)
+        except (RuntimeError, OSError) as error:
+            raise self.error(
+                "cannot be read as a LanceDB table: its files are damaged or not LanceDB's "
+                f"({str(error).splitlines()[0][:160]})"
+            ) from None
         if metric:
             self.metric = check_metric(metric, "metric")
         else:
