@@ -96,20 +96,44 @@ def test_apply_warns_when_re_embedded_ids_are_not_in_the_store(corpus, saved, tm
     """Re-embedded items whose ids the store does not hold go nowhere: apply says which, and writes the rest."""
     from latentstitch.migrate import MigrationWarning
 
+    pytest.importorskip("pyarrow")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     _, migration, path = saved
-    np.save(tmp_path / "old.npy", corpus.old)  # a .npy store: its ids are row numbers 0..599
-    given = [5, 10**9, 10**9 + 1]
+    old = np.ascontiguousarray(corpus.old, dtype=np.float32)
+    column = pa.FixedSizeListArray.from_arrays(pa.array(old.reshape(-1)), old.shape[1])
+    pq.write_table(pa.table({"id": np.arange(len(old)), "embeddings": column}), tmp_path / "old.parquet")
+    given = [5, 10**9, 10**9 + 1]  # a store with ids of its own: two of these it does not hold
     with pytest.warns(MigrationWarning, match=r"sample_ids: 2 of the 3 re-embedded ids are not in the store"):
+        apply_migration(
+            migration,
+            path,
+            open_store(tmp_path / "old.parquet"),
+            tmp_path / "new.parquet",
+            sample_ids=given,
+            sample_new=corpus.new[:3],
+        )
+    written = open_store(tmp_path / "new.parquet")
+    ids, vectors = written.read()
+    row = int(np.flatnonzero(np.asarray(ids).astype(np.int64) == 5)[0])
+    np.testing.assert_allclose(vectors[row], corpus.new[0], atol=1e-6)  # the one it holds: its true new vector
+
+
+def test_apply_refuses_sample_ids_that_are_no_row_of_a_store_without_ids(corpus, saved, tmp_path):
+    """A .npy store's ids are its row numbers: an id that is none of them is a mistake, refused before any write."""
+    _, migration, path = saved
+    np.save(tmp_path / "old.npy", corpus.old)
+    with pytest.raises(ValueError, match=r"sample_ids: the store .* has no ids of its own"):
         apply_migration(
             migration,
             path,
             open_store(tmp_path / "old.npy"),
             tmp_path / "new.npy",
-            sample_ids=given,
+            sample_ids=[5, 10**9, 10**9 + 1],
             sample_new=corpus.new[:3],
         )
-    written = np.load(tmp_path / "new.npy")
-    np.testing.assert_allclose(written[5], corpus.new[0], atol=1e-6)  # the one it holds: its true new vector
+    assert not (tmp_path / "new.npy").exists()
 
 
 def test_a_chroma_output_name_chroma_refuses_is_refused_before_anything_is_written(corpus, saved, tmp_path):

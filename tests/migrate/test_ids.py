@@ -133,7 +133,7 @@ def test_the_cli_refuses_a_npy_output_for_faiss_ids_in_one_line_naming_its_optio
     ]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.split(": ")[2] == "SAMPLE" and "row numbers 0 to 599" in err
+    assert len(err.splitlines()) == 1 and err.split(": ")[2] == "--sample" and "row numbers 0 to 599" in err
     assert not (tmp_path / "new.npy").exists()
 
 
