@@ -23,12 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch._core.params import check_choice, check_seed
+from latentstitch._core.params import check_choice, check_probability, check_seed
 from latentstitch.migrate._confidence import confidence_curve, neighbourhood_agreement
 from latentstitch.migrate._fit import QuerySample
 from latentstitch.migrate._inputs import (
     check_ids,
-    check_level,
     check_thresholds,
     check_vectors,
     held_in_sample,
@@ -119,7 +118,7 @@ def certify_migration(
         )
     check_seed(seed)
     check_choice(threshold_space, "threshold_space", ("old", "new"))
-    level = check_level(level)
+    level = check_probability(level, "level", low_open=True, high_open=True)
     metric = migration.metric
     thresholds = check_thresholds(thresholds, metric)
     rng = np.random.default_rng(seed)

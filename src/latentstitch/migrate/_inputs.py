@@ -145,11 +145,6 @@ def held_in_sample(holdout_ids: np.ndarray, sample_ids: np.ndarray, consequence:
     return held_within(sample_ids, holdout_ids)
 
 
-def check_level(level: Any, name: str = "level") -> float:
-    """A confidence level of an interval: a number strictly between 0 and 1."""
-    return check_number(level, name, low=0.0, high=1.0, low_open=True, high_open=True)
-
-
 #: The values a score can take under each metric (cosine: unit vectors' inner product; l2: a distance).
 SCORE_RANGES = {"cosine": (-1.0, 1.0), "ip": (None, None), "l2": (0.0, None)}
 

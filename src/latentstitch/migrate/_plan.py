@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from latentstitch._core.atomic import atomic_path, write_text
-from latentstitch._core.params import check_choice, check_number, check_seed
+from latentstitch._core.params import check_choice, check_probability, check_seed
 from latentstitch.migrate._inputs import check_ids, check_vectors
 from latentstitch.migrate._retrieval import check_metric, prepare, search
 
@@ -155,7 +155,7 @@ def plan_sample(
     check_seed(seed)
     check_choice(strategy, "strategy", STRATEGIES)
     check_metric(metric)
-    holdout = check_number(holdout, "holdout", low=0.0, high=1.0, high_open=True)
+    holdout = check_probability(holdout, "holdout", high_open=True)
     vectors = check_vectors(vectors, "vectors", metric=metric, min_rows=2)
     ids = check_ids(ids, "ids", count=len(vectors), count_name="vectors")
     count = budget_count(budget, len(ids))
