@@ -2,7 +2,9 @@
 
 Each module in this folder with a ``run(args)`` function is a benchmark; with no names, all of them run except those
 that set ``RUN_BY_DEFAULT = False`` (``distributed_scale``: its full size takes an hour on two cores). A module may
-define ``add_arguments(parser)`` for options of its own (``distributed_scale``: ``--rows``, ``--workers``).
+define ``add_arguments(parser)`` for options of its own (``distributed_scale``: ``--rows``, ``--workers``), parsed
+apart from the other benchmarks' (two may give one option its own meaning or default: ``--rows``, ``--device``);
+``--help`` lists the options of the benchmarks named (of all, with none named).
 """
 
 from __future__ import annotations
@@ -20,6 +22,15 @@ from benchmarks._harness import set_threads
 def available() -> list[str]:
     folder = Path(__file__).parent
     return sorted(m.name for m in pkgutil.iter_modules([str(folder)]) if not m.name.startswith("_"))
+
+
+def _own_parser(module) -> argparse.ArgumentParser:
+    """The options of one benchmark (its ``add_arguments``), parsed apart from the others'."""
+    name = module.__name__.rpartition(".")[2]
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks {name}", add_help=False)
+    if hasattr(module, "add_arguments"):
+        module.add_arguments(parser.add_argument_group(f"options of {name}"))
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,17 +51,30 @@ def main(argv: list[str] | None = None) -> int:
     else:
         modules = [importlib.import_module(f"benchmarks.{name}") for name in available()]
         modules = [module for module in modules if getattr(module, "RUN_BY_DEFAULT", True)]
-    for module in modules:
-        if hasattr(module, "add_arguments"):
-            module.add_arguments(parser)
-    args = parser.parse_args(argv)
+    own = {module.__name__.rpartition(".")[2]: _own_parser(module) for module in modules}
+    if "-h" in argv or "--help" in argv:
+        parser.print_help()
+        for module in modules:
+            if hasattr(module, "add_arguments"):
+                print("\n" + own[module.__name__.rpartition(".")[2]].format_help().rstrip())
+        return 0
+    args, rest = parser.parse_known_args(argv)
     args.command = shlex.join(["python", "-m", "benchmarks", *argv])  # named in the results pages written
     unknown = sorted(set(args.names) - set(available()))
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}; available: {', '.join(available())}")
+    # each benchmark reads its own options (two may give one option other meanings or defaults: --rows, --device)
+    spaces, left = {}, None
+    for name, own_parser in own.items():
+        space, not_its = own_parser.parse_known_args(rest, namespace=argparse.Namespace(**vars(args)))
+        spaces[name] = space
+        left = set(not_its) if left is None else left & set(not_its)
+    stray = sorted(item for item in (left or ()) if item.startswith("-"))
+    if stray:
+        parser.error(f"unrecognised option(s) {', '.join(stray)} for {', '.join(own) or 'these benchmarks'}")
     print(set_threads(args.threads))
     for module in modules:
-        module.run(args)
+        module.run(spaces[module.__name__.rpartition(".")[2]])
     return 0
 
 
