@@ -29,7 +29,8 @@ PRELOAD = ["torch", "latentstitch.cli", "latentstitch.cli.migrate", "latentstitc
 
 
 def _pause_hook(pause: dict, marker: str, gate: str):
-    """An audit hook that stops the process before the ``count``-th ``event`` on a path ending in ``name``: it
+    """An audit hook that stops the process before the ``count``-th ``event`` (on a path ending in ``name``, when
+    given; for ``os.rename``, the path renamed onto): it
     creates ``marker`` and waits until the test writes to the FIFO ``gate`` (or kills the process)."""
     seen = [0]
     busy = [False]
@@ -37,9 +38,10 @@ def _pause_hook(pause: dict, marker: str, gate: str):
     def hook(event: str, args: tuple) -> None:
         if event != pause["event"] or busy[0]:
             return
-        target = args[1] if event == "os.rename" else args[0]
-        if not isinstance(target, (str, bytes, os.PathLike)) or not os.fsdecode(target).endswith(pause["name"]):
-            return
+        if pause.get("name") is not None:  # a step on a file: on the file whose name ends so
+            target = args[1] if event == "os.rename" else args[0]
+            if not isinstance(target, (str, bytes, os.PathLike)) or not os.fsdecode(target).endswith(pause["name"]):
+                return
         seen[0] += 1
         if seen[0] != pause["count"]:
             return

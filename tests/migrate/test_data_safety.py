@@ -184,3 +184,35 @@ def test_raced_killed_and_resumed_cli_applies_write_the_bridged_index_and_never_
     np.testing.assert_array_equal(got_ids, whole_ids)
     np.testing.assert_array_equal(got, whole)  # the same chunks through the same kernel: the same bytes
     assert not work.exists()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "pause",
+    [
+        pytest.param({"event": "open", "name": f"apply{os.sep}lock", "count": 1}, id="before-opening-the-lock"),
+        pytest.param({"event": "fcntl.flock", "count": 1}, id="before-locking-the-opened-lock"),
+    ],
+)
+def test_a_run_that_finds_the_output_finished_as_it_takes_the_lock_says_so_and_leaves_no_work_folder(
+    cli, saved, corpus, tmp_path, pause
+):
+    """Two runs started together: the second stands between making the work folder and locking its lock file
+    (before opening it, or with the file open) while the first completes and removes that folder (the second then
+    failed on a lock file that was not there); it then reports the output the first wrote, in one line, and leaves
+    nothing behind."""
+    _, migration, path = saved
+    np.save(tmp_path / "old.npy", corpus.old[:N])
+    before = files_of(tmp_path / "old.npy")
+    argv = ["migrate", "apply", str(path), "old.npy", "-o", "new.npy", "--chunk-rows", str(CHUNK), "--quiet"]
+    late = cli.start(argv, tmp_path, pause)
+    cli.wait_paused(late)
+    first = cli.start(argv, tmp_path)
+    assert cli.wait(first) == 0, first.output()
+    written = (tmp_path / "new.npy").read_bytes()
+    cli.release(late)
+    line = one_line_error(late, cli.wait(late))
+    assert "'new.npy' exists; apply writes a new collection" in line, line
+    assert (tmp_path / "new.npy").read_bytes() == written and files_of(tmp_path / "old.npy") == before
+    assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
+    np.testing.assert_allclose(np.load(tmp_path / "new.npy"), migration.transform_corpus(corpus.old[:N]), atol=1e-5)
