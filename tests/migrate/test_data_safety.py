@@ -36,7 +36,16 @@ ROOT = Path(__file__).resolve().parents[2]
 N, CHUNK, KILLED_AT = 240, 20, 4  # 12 chunks; runs are paused (raced, killed) with 4 chunks recorded
 #: the pause: before the manifest records chunk KILLED_AT (the first write lists none)
 PAUSE = {"event": "os.rename", "name": f"apply{os.sep}manifest.json", "count": KILLED_AT + 2}
-ENGINES = ["faiss", "lancedb", "chromadb", "qdrant_client", "pymilvus", "milvus_lite", "pyarrow.parquet"]
+#: The engines a store's runs import (the server imports those of the tests collected).
+ENGINES = {
+    "old.parquet": ["pyarrow.parquet"],
+    "old.index": ["faiss"],
+    "old_ivf.index": ["faiss"],
+    "old_lance": ["lancedb"],
+    "old_chroma": ["chromadb"],
+    "old_qdrant": ["qdrant_client"],
+    "old.db": ["pymilvus", "milvus_lite"],
+}
 
 
 def build_ivf(path, ids, vectors):
@@ -57,17 +66,27 @@ STORES = [
     pytest.param("old_ivf.index", build_ivf, "new.index", id="faiss-ivf", marks=needs("faiss")),
     pytest.param("old_lance", build_lancedb, "new_lance", id="lancedb", marks=needs("lancedb")),
     pytest.param("old_chroma", build_chroma, "new_chroma", id="chroma", marks=needs("chromadb")),
-    pytest.param("old_qdrant", build_qdrant, "new_qdrant", id="qdrant", marks=needs("qdrant_client")),
+    # Qdrant's local mode writes a few hundred points in seconds (18 s of runs on a loaded 2-core machine)
+    pytest.param(
+        "old_qdrant", build_qdrant, "new_qdrant", id="qdrant", marks=[needs("qdrant_client"), pytest.mark.slow]
+    ),
     pytest.param("old.db", build_milvus, "new.db", id="milvus", marks=[needs("pymilvus"), needs("milvus_lite")]),
 ]
 
 
 @pytest.fixture(scope="module")
-def cli(tmp_path_factory):
-    """One server for the module's runs; snapshots and temporary files of killed runs go to a folder of the test's."""
+def cli(request, tmp_path_factory):
+    """One server for the module's runs, with the engines of the stores collected; snapshots and temporary files of
+    killed runs go to a folder of the test's."""
     temporary = tmp_path_factory.mktemp("tmpdir")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1", "TMPDIR": str(temporary)}
-    server = ForkedCli(env, [m for m in ENGINES if importlib.util.find_spec(m.split(".")[0]) is not None])
+    sources = {
+        item.callspec.params.get("source")
+        for item in request.session.items
+        if item.module is request.module and hasattr(item, "callspec")
+    }
+    engines = dict.fromkeys(m for source in sorted(sources, key=str) for m in ENGINES.get(source, []))
+    server = ForkedCli(env, [m for m in engines if importlib.util.find_spec(m.split(".")[0]) is not None])
     yield server
     server.close()
 
