@@ -27,6 +27,7 @@ from rounding import assert_close_to_rounding
 
 from latentstitch.migrate import open_store, work_folder
 from latentstitch.migrate._retrieval import prepare
+from latentstitch.migrate.stores import writes_in_place
 
 from .forked_cli import ForkedCli
 from .test_apply_safety import _build_npy, _build_parquet
@@ -36,6 +37,8 @@ ROOT = Path(__file__).resolve().parents[2]
 N, CHUNK, KILLED_AT = 240, 20, 4  # 12 chunks; runs are paused (raced, killed) with 4 chunks recorded
 #: the pause: before the manifest records chunk KILLED_AT (the first write lists none)
 PAUSE = {"event": "os.rename", "name": f"apply{os.sep}manifest.json", "count": KILLED_AT + 2}
+#: a pause as the output is built from the chunk files (the first read of a chunk's file)
+BUILDING = {"event": "open", "name": f"apply{os.sep}chunk-{KILLED_AT + 2:06d}.npy", "count": 1}
 #: The engines a store's runs import (the server imports those of the tests collected).
 ENGINES = {
     "old.parquet": ["pyarrow.parquet"],
@@ -168,6 +171,7 @@ def test_raced_killed_and_resumed_cli_applies_write_the_bridged_index_and_never_
     assert_close_to_rounding(whole, bridged, terms=migration.old_dimension)
 
     # the output deleted: a run starts afresh (nothing to resume) and is killed mid-way
+    whole_file = files_of(output) if output.is_file() else None
     if output.is_dir():
         shutil.rmtree(output)
     else:
@@ -194,14 +198,27 @@ def test_raced_killed_and_resumed_cli_applies_write_the_bridged_index_and_never_
         input_unchanged("a refused resume")
         assert (work / "manifest.json").read_bytes() == manifest and not output.exists()
 
-    # the same command resumes the killed run's chunks and writes what the uninterrupted run wrote
-    resumed = apply()
+    # the same command resumes the killed run's chunks; a store built from chunk files is killed once more while it
+    # is built (a database output then could not be resumed: "collection exists"), and resumed again
+    chunks, recorded = -(-N // CHUNK), KILLED_AT
+    if writes_in_place("file", output):  # a .npy output: every chunk written into it as it is bridged
+        resumed = apply()
+    else:
+        resumed = apply(pause=BUILDING)
+        cli.wait_paused(resumed)
+        assert len(json.loads((work / "manifest.json").read_text())["done"]) == chunks
+        assert cli.kill(resumed) < 0
+        input_unchanged("a run killed as it built the output")
+        assert not output.exists()
+        resumed, recorded = apply(), chunks
     assert cli.wait(resumed) == 0, resumed.output()
-    assert f"{KILLED_AT} chunks resumed" in resumed.output()[0]
+    assert f"{recorded} chunks resumed" in resumed.output()[0], resumed.output()
     input_unchanged("a resumed run")
     got_ids, got = read_sorted(output)
     np.testing.assert_array_equal(got_ids, whole_ids)
     np.testing.assert_array_equal(got, whole)  # the same chunks through the same kernel: the same bytes
+    if whole_file is not None:  # a file store: the same file (a database folder holds its own ids and times)
+        assert files_of(output) == whole_file
     assert not work.exists()
 
 
