@@ -132,6 +132,7 @@ class ForkedCli:
         )
         self.lock = threading.Lock()
         self.runs = 0
+        self.started: list[Run] = []
         self.ready = False  # the server imports while the caller goes on; the first request waits for it
 
     def _ask_line(self) -> dict:
@@ -157,6 +158,7 @@ class ForkedCli:
         request = {"op": "start", "argv": argv, "cwd": str(folder), "stdout": str(run.stdout)}
         request |= {"stderr": str(run.stderr), "pause": pause, "marker": str(run.marker), "gate": str(run.gate)}
         run.pid = self._ask(**request)["pid"]
+        self.started.append(run)
         return run
 
     def wait_paused(self, run: Run, timeout: float = 120) -> None:
@@ -192,6 +194,12 @@ class ForkedCli:
         return run.rc
 
     def close(self) -> None:
+        """End the server, once every run it started has ended (a run a failed test left paused is killed)."""
+        for run in self.started:
+            if run.rc is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(run.pid, signal.SIGKILL)
+                self.wait(run)
         self.server.stdin.close()
         try:
             self.server.wait(timeout=30)

@@ -26,12 +26,12 @@ import numpy as np
 import pytest
 from rounding import assert_close_to_rounding
 
-from latentstitch.migrate import open_store, work_folder
+from latentstitch.migrate import work_folder
 from latentstitch.migrate._retrieval import prepare
 from latentstitch.migrate.stores import writes_in_place
 
 from .forked_cli import ForkedCli
-from .test_apply_safety import _build_npy, _build_parquet
+from .test_apply_safety import _build_npy, _build_parquet, _read_sorted
 from .test_stores import build_chroma, build_faiss, build_lancedb, build_milvus, build_qdrant, needs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,17 +111,6 @@ def files_of(path: Path) -> dict[str, str]:
     return found
 
 
-def read_sorted(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    store = open_store(path)
-    try:
-        ids, vectors = store.read()
-    finally:
-        store.close()
-    ids = ids.astype(np.int64)  # Chroma's ids are text
-    order = np.argsort(ids, kind="stable")
-    return ids[order], vectors[order]
-
-
 def one_line_error(run, rc: int) -> str:
     out, err = run.output()
     lines = err.strip().splitlines()
@@ -164,7 +153,7 @@ def test_raced_killed_and_resumed_cli_applies_write_the_bridged_index_and_never_
     assert cli.wait(first) == 0, first.output()
     input_unchanged("a run raced by another")
     assert not work.exists()
-    whole_ids, whole = read_sorted(output)
+    whole_ids, whole = _read_sorted(output)
     np.testing.assert_array_equal(whole_ids, ids)  # ids ascending
     bridged = migration.transform_corpus(corpus.old[:N])
     bridged[sampled] = prepare(corpus.new_of(corpus.ids[:N][sampled]), "cosine").numpy()
@@ -209,7 +198,7 @@ def test_raced_killed_and_resumed_cli_applies_write_the_bridged_index_and_never_
     assert cli.wait(resumed) == 0, resumed.output()
     assert f"{recorded} chunks resumed" in resumed.output()[0], resumed.output()
     input_unchanged("a resumed run")
-    got_ids, got = read_sorted(output)
+    got_ids, got = _read_sorted(output)
     np.testing.assert_array_equal(got_ids, whole_ids)
     np.testing.assert_array_equal(got, whole)  # the same chunks through the same kernel: the same bytes
     if whole_file is not None:  # a file store: the same file (a database folder holds its own ids and times)
