@@ -96,7 +96,7 @@ def work_folder(output: Path) -> Path:
 def _disk_full(error: OSError, work: Path, done: int, total: int) -> OSError:
     return OSError(
         error.errno,
-        f"--output: the disk is full after {done} of {total} chunks; the old index is untouched and the partial "
+        f"output: the disk is full after {done} of {total} chunks; the old index is untouched and the partial "
         f"output is kept in {str(work)!r}: free space and run the same command again to resume",
     )
 
@@ -137,12 +137,13 @@ def apply_migration(
     chunk_rows = check_positive_int(chunk_rows, "chunk_rows")
     if client is None:
         check_device(device, "device")  # on a cluster, each worker checks its own
-    refuse_inputs({"--output": output}, {"INDEX": store.path, "MIGRATION": migration_path})  # the true cause first
-    refuse_inside_inputs({"output": output}, {"store": store.path})
+    inputs = {"store": store.path, "migration_path": migration_path}
+    refuse_inputs({"output": output}, inputs)  # the true cause first (not "exists")
+    refuse_inside_inputs({"output": output}, inputs)
     if output.exists():
-        raise FileExistsError(f"--output: {str(output)!r} exists; apply writes a new collection, never over one")
+        raise FileExistsError(f"output: {str(output)!r} exists; apply writes a new collection, never over one")
     if not output.parent.is_dir():
-        raise FileNotFoundError(f"--output: the folder {str(output.parent)!r} does not exist")
+        raise FileNotFoundError(f"output: the folder {str(output.parent)!r} does not exist")
     kind = kind or store.kind
     check_collection_name(kind, output.stem, "output")  # the new collection is named after the output
     _refuse_lost_ids(store, output, kind)
@@ -166,7 +167,7 @@ def apply_migration(
     busy = f"output: {str(output)!r} is being written by another apply right now; wait for it to end"
     with hold_lock(work / LOCK, busy):
         if output.exists():  # another run finished it while this one was starting
-            raise FileExistsError(f"--output: {str(output)!r} exists; apply writes a new collection, never over one")
+            raise FileExistsError(f"output: {str(output)!r} exists; apply writes a new collection, never over one")
         result = _apply_locked(migration, store, output, work, given, replacements, device, client, workers, progress)
         shutil.rmtree(work, ignore_errors=True)
     return ApplyResult(output, *result, time.perf_counter() - started)
@@ -306,7 +307,7 @@ def _open_manifest(work: Path, given: dict) -> dict:
         if differs:
             words = ", ".join(dict.fromkeys(GIVEN[k] for k in differs))
             raise ValueError(
-                f"--output: the partial apply in {str(work)!r} was made with another {words}; remove that folder to "
+                f"output: the partial apply in {str(work)!r} was made with another {words}; remove that folder to "
                 "start again, or resume with the same migration, index, sample, kind, chunk_rows and cluster setting"
             )
         if not isinstance(done, dict):

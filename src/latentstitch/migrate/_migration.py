@@ -117,7 +117,7 @@ class Migration:
             if gain >= 0.01
             else "re-embedding more gains little: the bridge is near what the two models allow from pairs"
         )
-        hint = "" if part == "queries" else "; labelled queries (--queries-relevant) give the curve in their units"
+        hint = "" if part == "queries" else "; labelled queries (queries_relevant=) give the curve in their units"
         return (
             f"learning curve ({mode or self.mode}-side, held-out {what}): {name.replace('recall', 'Recall')} "
             f"{points} with {pairs} fit pairs; the last doubling gained {gain:+.3f}: {verdict}{hint}"
@@ -174,12 +174,12 @@ class Migration:
         files = {}
         for mode, bridge in self.bridges.items():
             bridge_path = target.with_name(f"{target.stem}.{mode}.safetensors")
-            with atomic_path(bridge_path, option="--output") as temporary:
+            with atomic_path(bridge_path, option="path") as temporary:
                 bridge.save(temporary)
             files[mode] = {"file": bridge_path.name, "sha256": file_sha256(bridge_path)}
         payload = {"format": FORMAT, **self.to_dict(), "bridges": files}
         payload["header_sha256"] = _header_sha256(payload)
-        write_text(target, json.dumps(payload, indent=2) + "\n", option="--output")
+        write_text(target, json.dumps(payload, indent=2) + "\n", option="path")
         return target
 
     @classmethod

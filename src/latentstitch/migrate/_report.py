@@ -157,7 +157,7 @@ class Certificate:
         axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
         figure.tight_layout()
         path = folder / f"{stem}-measures.png"
-        with atomic_path(path, option="--output") as temporary:
+        with atomic_path(path, option="folder") as temporary:
             save_figure(figure, temporary)
         written["Retrieval measures with bootstrap intervals"] = path
         if self.curve:
@@ -169,7 +169,7 @@ class Certificate:
             axis.legend(fontsize=8)
             figure.tight_layout()
             path = folder / f"{stem}-curve.png"
-            with atomic_path(path, option="--output") as temporary:
+            with atomic_path(path, option="folder") as temporary:
                 save_figure(figure, temporary)
             written["Recall@10 against the share re-embedded"] = path
         return written

@@ -1,4 +1,4 @@
-"""Qdrant collections in local mode (``qdrant-client``, ``QdrantClient(path=...)``): the folder (``--collection``
+"""Qdrant collections in local mode (``qdrant-client``, ``QdrantClient(path=...)``): the folder (``collection=``
 names the collection; the only one by default). Ids are Qdrant's (unsigned integers or UUIDs); the metric is the
 collection's distance (Cosine, Dot, Euclid; Manhattan is refused). Qdrant stores a cosine collection's vectors
 normalised. Local mode locks and may rewrite the folder it opens: a store is read from a private snapshot copy
