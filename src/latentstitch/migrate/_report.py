@@ -9,6 +9,7 @@ from typing import Any
 
 from latentstitch._core.atomic import atomic_path
 from latentstitch._core.tables import table
+from latentstitch.migrate._migration import curve_measures
 
 MEASURES = ("recall@1", "recall@10", "mrr@10", "ndcg@10")
 
@@ -119,13 +120,13 @@ class Certificate:
                 )
             )
         if self.learning:
-            measures = [k for k in self.learning if ":" in k]
+            measures = curve_measures(self.learning, "learning")
             out.append(
                 table(
                     f"learning curve of the fit ({self.mode}-side)",
-                    ["fit pairs", *[k.replace(":", ": ") for k in measures]],
+                    ["fit pairs", *[m.label for m in measures]],
                     [
-                        [f"{pairs:,.0f}", *[f"{self.learning[k][i]:.3f}" for k in measures]]
+                        [f"{pairs:,.0f}", *[f"{self.learning[m.key][i]:.3f}" for m in measures]]
                         for i, pairs in enumerate(self.learning["pairs"])
                     ],
                     "Each cross-validation fold's bridge fitted on a quarter, a half and all of its training pairs; "
