@@ -447,7 +447,16 @@ def _sample_digest(replacements: dict[str, np.ndarray] | None) -> str | None:
 def _refuse_lost_ids(store: VectorStore, output: Path, kind: str) -> None:
     """Ids the output cannot hold, refused before anything is bridged: a kind that refuses the store's kind of id
     (FAISS: integers only; Qdrant: unsigned integers or UUIDs), or a ``.npy`` output (no ids: its ids are its row
-    numbers) for a store with ids of its own."""
+    numbers) for a store with ids of its own. A store mixing integer and text ids (``VectorStore.mixed_ids``, read
+    as text) is written only to its own kind, which gives each id its type back."""
+    if store.mixed_ids:
+        if kind != store.kind:
+            raise ValueError(
+                f"output: the store ({store.describe()}) mixes integer and text ids (read as text); a {kind} output "
+                f"holds one type of id and would keep its integers as text: write a {store.kind} output, which gives "
+                "each id its own type back"
+            )
+        return
     first = next(iter(store.batches(256)), None)  # the ids' type: one kind of id per store
     why = None if first is None else cannot_hold(kind, first[0])
     if why:
