@@ -220,3 +220,18 @@ def test_apply_streams_a_parquet_or_csv_output_in_chunks(saved, corpus, tmp_path
     ids, written = open_store(tmp_path / name).read()  # its id column, read back as text from a CSV
     np.testing.assert_array_equal(ids.astype(np.int64), np.arange(rows))
     np.testing.assert_allclose(written[: len(corpus.old)], migration.transform_corpus(corpus.old), atol=1e-6)
+
+
+def test_apply_warns_when_the_store_ranks_by_another_metric_than_the_migration(saved, corpus, tmp_path):
+    import warnings
+
+    from latentstitch.migrate import MigrationWarning
+
+    _, migration, path = saved
+    np.save(tmp_path / "old.npy", corpus.old)
+    with pytest.warns(MigrationWarning, match=r"^store: the store \(old\.npy.*\) ranks by l2, but the migration"):
+        apply_migration(migration, path, open_store(tmp_path / "old.npy", metric="l2"), tmp_path / "l2.npy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same metric: not a word
+        apply_migration(migration, path, open_store(tmp_path / "old.npy", metric="cosine"), tmp_path / "cos.npy")
+    np.testing.assert_array_equal(np.load(tmp_path / "l2.npy"), np.load(tmp_path / "cos.npy"))

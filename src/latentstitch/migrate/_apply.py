@@ -183,6 +183,7 @@ def apply_migration(
     started = time.perf_counter()
     output = Path(os.fspath(output))
     _check_migration(migration, store)
+    _warn_other_metric(migration, store)
     chunk_rows = check_positive_int(chunk_rows, "chunk_rows")
     if client is None:
         check_device(device, "device")  # on a cluster, each worker checks its own
@@ -244,6 +245,19 @@ def _check_migration(migration: Migration, store: VectorStore) -> None:
         raise ValueError(
             f"store: {store.describe()} has {store.dimension} features; the migration was fitted on "
             f"{migration.old_dimension}"
+        )
+
+
+def _warn_other_metric(migration: Migration, store: VectorStore) -> None:
+    """Warn when the store ranks by another metric than the migration was fitted under: the new index keeps the
+    migration's, not the old index's (the bridge was fitted for it)."""
+    if store.metric != migration.metric:
+        warnings.warn(
+            f"store: the store ({store.describe()}) ranks by {store.metric}, but the migration was fitted under "
+            f"{migration.metric}: the new index is written for {migration.metric}, not the old index's metric; fit "
+            "the migration under the store's metric to keep it",
+            MigrationWarning,
+            stacklevel=3,
         )
 
 
