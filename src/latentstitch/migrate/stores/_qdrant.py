@@ -9,7 +9,6 @@ mode locks and may rewrite the folder it opens: a store is read from a private s
 from __future__ import annotations
 
 import uuid
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ class QdrantStore(VectorStore):
         self.count = int(self.client.count(self.collection, exact=True).count)
         if metric is not None and metric != self.metric:
             raise self.error(f"collection {self.collection!r} is a {self.metric} collection, not {metric}")
+        self.mixed_ids = self._mixes_ids()
 
     def batches(self, rows: int = BATCH_ROWS):
         offset = None
@@ -58,8 +58,9 @@ class QdrantStore(VectorStore):
             if offset is None:
                 return
 
-    @cached_property
-    def mixed_ids(self) -> bool:
+    def _mixes_ids(self) -> bool:
+        """Whether the collection holds both integer and UUID ids (read when it is opened: one pass over its ids,
+        without vectors, stopping at the first of each)."""
         kinds, offset = set(), None
         while len(kinds) < 2:
             points, offset = self.client.scroll(
