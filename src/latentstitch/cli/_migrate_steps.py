@@ -9,7 +9,7 @@ import numpy as np
 
 from latentstitch._core.atomic import atomic_path
 from latentstitch._core.tables import print_tables, write_json
-from latentstitch.cli.options import UsageError, option_errors
+from latentstitch.cli.options import UsageError, option_errors, translate
 from latentstitch.embeddings import open_embeddings
 from latentstitch.migrate import (
     Migration,
@@ -37,6 +37,8 @@ OPTIONS = {
     "holdout": "--holdout",
     "folds": "--folds",
     "migration": "MIGRATION",
+    "migration_path": "MIGRATION",
+    "collection": "--collection",
     "device": "--device",
     "id_column": "--id-column",  # the embedding readers and writers (INDEX as a file, the NEW file apply writes)
     "ids": "--id-column",
@@ -93,7 +95,8 @@ def plan(args: argparse.Namespace, output: Path) -> int:
     chosen = plan_sample(
         ids, vectors, budget, strategy=args.strategy, holdout=args.holdout, metric=store.metric, seed=args.seed
     )
-    save_plan(chosen, output)
+    with option_errors({"path": "--output"}):
+        save_plan(chosen, output)
     print(
         f"plan ({args.strategy}): re-embed {len(chosen.ids)} of {len(ids)} documents, {len(chosen.fit_ids)} to "
         f"fit and {len(chosen.holdout_ids)} held out for certify: written {output}"
@@ -105,7 +108,7 @@ def fit(args: argparse.Namespace, output: Path) -> int:
     store = _store(args)
     ids, vectors = store.read()
     sample_ids, sample_new = _sample(args, args.sample, "SAMPLE")
-    holdout = load_plan(args.plan)[1] if args.plan else ()
+    holdout = load_plan(args.plan, "--plan")[1] if args.plan else ()
     migration = fit_migration(
         ids,
         vectors,
@@ -117,7 +120,8 @@ def fit(args: argparse.Namespace, output: Path) -> int:
         folds=args.folds,
         seed=args.seed,
     )
-    migration.save(output)
+    with option_errors({"path": "--output"}):
+        migration.save(output)
     summary = migration.to_dict()
     rows = [
         [m, summary["routes"][m], f"{np.mean(v):.3f} ± {np.std(v):.3f}", "yes" if m == migration.mode else ""]
@@ -139,7 +143,7 @@ def fit(args: argparse.Namespace, output: Path) -> int:
     )
     learning = migration.learning_words()
     if learning:
-        print(learning)
+        print(translate(learning, OPTIONS))
     print(f"written: {output} (and its bridges beside it)")
     return 0
 
@@ -149,7 +153,7 @@ def certify(args: argparse.Namespace, output: Path) -> int:
     store = _store(args)
     ids, vectors = store.read()
     sample_ids, sample_new = _sample(args, args.sample, "SAMPLE")
-    _, holdout = load_plan(args.plan)
+    _, holdout = load_plan(args.plan, "--plan")
     certificate = certify_migration(
         migration,
         ids,
@@ -163,7 +167,8 @@ def certify(args: argparse.Namespace, output: Path) -> int:
         store=store,
         seed=args.seed,
     )
-    charts = certificate.charts(output.parent, output.stem)
+    with option_errors({"folder": "--output"}):
+        charts = certificate.charts(output.parent, output.stem)
     payload = certificate.to_dict()
     payload.update(
         title=f"Migration certificate: {Path(args.index).name} ({certificate.mode}-side)",
@@ -185,7 +190,8 @@ def apply(args: argparse.Namespace, output: Path) -> int:
     sample_ids = sample_new = None
     if args.sample:
         sample_ids, sample_new = _sample(args, args.sample, "--sample")
-    with option_errors({"sample_ids": "--sample", "sample_new": "--sample"}):  # apply's sample is an option
+    # apply's sample is an option; its output's kind is --output-kind (INDEX's is --kind)
+    with option_errors({"sample_ids": "--sample", "sample_new": "--sample", "kind": "--output-kind"}):
         result = apply_migration(
             migration,
             args.migration,

@@ -57,19 +57,19 @@ def save_plan(plan: MigrationPlan, path: str | os.PathLike) -> Path:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        with atomic_path(target, option="--output") as temporary:
+        with atomic_path(target, option="path") as temporary:
             pq.write_table(pa.table({"id": ids, "role": roles}), temporary)
         return target
     if target.suffix != ".csv":
-        raise ValueError(f"--output: a plan is written as .csv or .parquet, got {str(target)!r}")
+        raise ValueError(f"path: a plan is written as .csv or .parquet, got {str(target)!r}")
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")  # quotes an id holding a comma, a quote or a line break
     writer.writerow(["id", "role"])
     writer.writerows(zip(ids.tolist(), roles, strict=True))
-    return write_text(target, text.getvalue(), option="--output")
+    return write_text(target, text.getvalue(), option="path")
 
 
-def load_plan(path: str | os.PathLike, name: str = "--plan") -> tuple[np.ndarray, np.ndarray]:
+def load_plan(path: str | os.PathLike, name: str = "path") -> tuple[np.ndarray, np.ndarray]:
     """(fit ids, held-out ids) of a plan file written by ``save_plan`` (ids as written: strings from CSV)."""
     source = Path(os.fspath(path))
     try:
@@ -87,12 +87,14 @@ def load_plan(path: str | os.PathLike, name: str = "--plan") -> tuple[np.ndarray
                 raise ValueError("a row has other than two fields (id, role)")
             ids, roles = [r[0] for r in rows[1:]], [r[1] for r in rows[1:]]
     except (OSError, KeyError, IndexError, ValueError, UnicodeDecodeError, csv.Error) as error:
-        raise ValueError(f"{name}: {str(source)!r} is not a plan written by `migrate plan` ({error})") from None
+        raise ValueError(
+            f"{name}: {str(source)!r} is not a plan written by save_plan (`migrate plan`) ({error})"
+        ) from None
     roles = np.asarray(roles)
     if not set(roles.tolist()) <= {"fit", "certify"}:
         raise ValueError(f"{name}: {str(source)!r} has roles other than fit / certify")
     if not len(roles):
-        raise ValueError(f"{name}: {str(source)!r} lists no ids; `migrate plan` writes at least 2 (re-plan the sample)")
+        raise ValueError(f"{name}: {str(source)!r} lists no ids; a plan holds at least 2 (plan the sample again)")
     ids = check_ids(ids, f"{name} ({str(source)!r}'s ids)")
     return ids[roles == "fit"], ids[roles == "certify"]
 
