@@ -22,7 +22,8 @@ vectors), Recall@10 as a share of a full re-embed's on the same queries:
 
 Each plan re-embeds max(1% / 5% / 10% of the documents, 20), a random 30% of them (at least 10) held out for the
 certificate as ``migrate plan`` does; ``fit_migration`` (corpus-side, ridge route) is fitted on the rest. ``random``,
-``kmeans``, ``access`` (the log above) and ``uncertainty`` (two stages: a k-means seed of half the fit part, a
+``kmeans``, ``access`` (the log above) and ``uncertainty`` (two stages: a k-means seed of half the fit part, at
+least 10 documents, a
 provisional migration fitted on it, then the documents of lowest neighbourhood agreement up to the budget; the final
 migration fitted on both stages) re-embed the same number of documents.
 """
@@ -110,6 +111,8 @@ def plan_for(strategy, old_q, old_d, new_d, count, holdout, seed, log):
     options = {"holdout": holdout, "seed": seed, "strategy": strategy}
     if strategy == "access":
         return plan_sample(ids, old_d, count, query_log=old_q[log], **options)
+    if strategy == "uncertainty":  # the provisional fit needs at least 10 pairs (its 2-fold cross-validation)
+        options["first_share"] = max(0.5, 10 / (count - round(holdout * count)))
     plan = plan_sample(ids, old_d, count, **options)
     if strategy == "uncertainty":
         provisional = _fit(old_d, new_d, plan, seed)
