@@ -45,6 +45,10 @@ OPTIONS = {
     "output": "--output",
     "chunk_rows": "--chunk-rows",
     "thresholds": "--threshold",
+    "query_log": "--query-log",
+    "bridge": "--provisional",
+    "previous": "--first-plan",
+    "first_share": "--first-share",
 }
 
 
@@ -92,16 +96,72 @@ def plan(args: argparse.Namespace, output: Path) -> int:
     store = _store(args)
     ids, vectors = store.read()
     budget = args.budget if args.budget < 1 else int(args.budget)
+    options = {}
+    if args.strategy == "access":
+        options["query_log"] = _query_log(args.query_log)
+    if args.strategy == "uncertainty":
+        options["first_share"] = args.first_share
+        if args.provisional is not None:
+            options["bridge"] = Migration.load(args.provisional, "--provisional")
+            options["previous"] = load_plan(args.first_plan, "--first-plan")
     chosen = plan_sample(
-        ids, vectors, budget, strategy=args.strategy, holdout=args.holdout, metric=store.metric, seed=args.seed
+        ids,
+        vectors,
+        budget,
+        strategy=args.strategy,
+        holdout=args.holdout,
+        metric=store.metric,
+        seed=args.seed,
+        **options,
     )
     with option_errors({"path": "--output"}):
         save_plan(chosen, output)
+    stage = {"first": ", first stage", "second": ", second stage"}.get(chosen.stage, "")
     print(
-        f"plan ({args.strategy}): re-embed {len(chosen.ids)} of {len(ids)} documents, {len(chosen.fit_ids)} to "
-        f"fit and {len(chosen.holdout_ids)} held out for certify: written {output}"
+        f"plan ({args.strategy}{stage}): re-embed {len(chosen.ids)} of {len(ids)} documents, {len(chosen.fit_ids)} "
+        f"to fit and {len(chosen.holdout_ids)} held out for certify: written {output}"
     )
+    if chosen.stage == "first":
+        print(
+            f"next: re-embed these, run `latentstitch migrate fit {args.index} SAMPLE --plan {output} -o "
+            f"provisional.json`, then this command again with --provisional provisional.json --first-plan {output} "
+            "and another --output, for the rest of the budget"
+        )
+    if chosen.stage == "second":
+        added = len(chosen.ids) - sum(len(part) for part in options["previous"])
+        print(f"re-embed the {added} ids added to --first-plan's, then fit on all of them")
     return 0
+
+
+def _query_log(path: Path):
+    """--query-log: a table with an ``id`` column (and an optional ``count``) -> {id: accesses}; any other embedding
+    file -> the old model's query vectors."""
+    import csv
+
+    columns: list[str] = []
+    if path.suffix.lower() == ".csv":
+        with open(path, newline="", encoding="utf-8") as handle:
+            columns = next(csv.reader(handle), [])
+    elif path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        columns = pq.read_schema(path).names
+    if "id" not in columns:
+        return open_embeddings(path, option="--query-log").read()
+    if not set(columns) <= {"id", "count"}:
+        raise UsageError(f"--query-log: {str(path)!r} has an id column; expected only id and count, got {columns}")
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    table = (pacsv.read_csv(path) if path.suffix.lower() == ".csv" else pq.read_table(path)).to_pydict()
+    counts: dict = {}
+    for row, (key, count) in enumerate(zip(table["id"], table.get("count", [1] * len(table["id"])), strict=True)):
+        if key is None or not isinstance(count, (int, float)) or isinstance(count, bool):
+            raise UsageError(
+                f"--query-log: {str(path)!r} row {row + 1}: expected an id and a count, got {key}, {count}"
+            )
+        counts[key] = counts.get(key, 0) + count
+    return counts
 
 
 def fit(args: argparse.Namespace, output: Path) -> int:
