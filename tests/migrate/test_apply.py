@@ -38,7 +38,7 @@ def test_apply_npy_writes_the_bridged_index_and_a_manifest(saved, corpus, tmp_pa
     assert manifest["hashes"]["source"] == before and manifest["status"] == "complete"
     assert set(manifest["hashes"]["bridge"]) == {"migration", "query", "corpus"}
     assert not work_folder(tmp_path / "new.npy").exists()
-    with pytest.raises(FileExistsError, match="--output: .* exists"):
+    with pytest.raises(FileExistsError, match="^output: .* exists"):
         apply_migration(migration, path, store, tmp_path / "new.npy")
 
 
@@ -114,7 +114,7 @@ def test_a_full_disk_keeps_the_old_index_and_names_the_partial_output(saved, cor
         return real_save(file, array, **options)
 
     monkeypatch.setattr(np, "save", save)
-    with pytest.raises(OSError, match=r"--output: the disk is full after 2 of 6 chunks; the old index is untouched"):
+    with pytest.raises(OSError, match=r"\] output: the disk is full after 2 of 6 chunks; the old index is untouched"):
         apply_migration(migration, path, open_store(tmp_path / "old.index"), tmp_path / "new.index", chunk_rows=100)
     assert fingerprint(tmp_path / "old.index") == before
     assert not (tmp_path / "new.index").exists() and work_folder(tmp_path / "new.index").is_dir()
@@ -133,7 +133,7 @@ def test_apply_refuses_a_query_side_migration_and_a_changed_index(saved, corpus,
             migration, path, Interrupting(open_store(tmp_path / "old.npy"), 1), tmp_path / "new.npy", chunk_rows=100
         )
     np.save(tmp_path / "old.npy", corpus.old[::-1].copy())
-    with pytest.raises(ValueError, match=r"--output: the partial apply .* made with another index content \(its files"):
+    with pytest.raises(ValueError, match=r"^output: the partial apply .* made with another index content \(its files"):
         apply_migration(migration, path, open_store(tmp_path / "old.npy"), tmp_path / "new.npy", chunk_rows=100)
     migration.mode = "query"
     with pytest.raises(ValueError, match="migration: the chosen mode is query-side"):
@@ -220,3 +220,18 @@ def test_apply_streams_a_parquet_or_csv_output_in_chunks(saved, corpus, tmp_path
     ids, written = open_store(tmp_path / name).read()  # its id column, read back as text from a CSV
     np.testing.assert_array_equal(ids.astype(np.int64), np.arange(rows))
     np.testing.assert_allclose(written[: len(corpus.old)], migration.transform_corpus(corpus.old), atol=1e-6)
+
+
+def test_apply_warns_when_the_store_ranks_by_another_metric_than_the_migration(saved, corpus, tmp_path):
+    import warnings
+
+    from latentstitch.migrate import MigrationWarning
+
+    _, migration, path = saved
+    np.save(tmp_path / "old.npy", corpus.old)
+    with pytest.warns(MigrationWarning, match=r"^store: the store \(old\.npy.*\) ranks by l2, but the migration"):
+        apply_migration(migration, path, open_store(tmp_path / "old.npy", metric="l2"), tmp_path / "l2.npy")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the same metric: not a word
+        apply_migration(migration, path, open_store(tmp_path / "old.npy", metric="cosine"), tmp_path / "cos.npy")
+    np.testing.assert_array_equal(np.load(tmp_path / "l2.npy"), np.load(tmp_path / "cos.npy"))

@@ -64,7 +64,9 @@ def test_fit_certify_apply_end_to_end(workspace, capsys):
         )
         == 0
     )
-    assert "held-out MRR@10" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "held-out MRR@10" in out
+    assert "labelled queries (--queries-relevant) give the curve" in out  # the library's queries_relevant=
     assert (
         main(
             [

@@ -157,3 +157,39 @@ def test_text_ids_an_output_kind_cannot_hold_are_refused_before_anything_is_brid
     with pytest.raises(ValueError, match=rf"output: '.*{out}': .*{words}.*\.parquet"):
         apply_migration(migration, path, store, tmp_path / out, kind=kind, chunk_rows=100)
     assert not (tmp_path / out).exists() and not work_folder(tmp_path / out).exists()
+
+
+@needs("qdrant_client")
+def test_a_qdrant_collection_mixing_integer_and_uuid_ids_keeps_each_ids_type_or_is_refused(
+    saved, corpus, tmp_path, capsys
+):
+    import uuid
+
+    from qdrant_client import QdrantClient, models
+
+    from latentstitch.cli import main
+
+    _, migration, path = saved
+    rows = 120
+    ids = [int(i) if row % 2 else str(uuid.UUID(int=row + 1)) for row, i in enumerate(corpus.ids[:rows])]
+    client = QdrantClient(path=str(tmp_path / "old"))
+    client.create_collection("docs", vectors_config=models.VectorParams(size=16, distance=models.Distance.COSINE))
+    client.upsert("docs", points=models.Batch(ids=ids, vectors=corpus.old[:rows].tolist()))
+    client.close()
+    store = open_store(tmp_path / "old")
+    assert store.mixed_ids and store.read()[0].dtype.kind == "U"  # read as text
+    with pytest.raises(ValueError, match=r"^output: the store \(qdrant .*\) mixes integer and text ids \(read as text"):
+        apply_migration(migration, path, store, tmp_path / "new.parquet", kind="file")
+    assert not (tmp_path / "new.parquet").exists()
+    argv = ["migrate", "apply", str(path), str(tmp_path / "old"), "-o", str(tmp_path / "new.parquet")]
+    assert main([*argv, "--output-kind", "file", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--output: the store (qdrant" in err and "write a qdrant output" in err
+    apply_migration(migration, path, store, tmp_path / "new", chunk_rows=50)
+    written = QdrantClient(path=str(tmp_path / "new"))
+    points, _ = written.scroll("new", limit=rows + 1, with_vectors=True)
+    written.close()
+    assert sorted(map(repr, (p.id for p in points))) == sorted(map(repr, ids))  # 3 stays 3, a UUID stays text
+    by_id = {p.id: np.asarray(p.vector) for p in points}
+    bridged = np.asarray(migration.transform_corpus(corpus.old[:rows]))
+    np.testing.assert_allclose(np.stack([by_id[i] for i in ids]), bridged, atol=1e-5)

@@ -16,7 +16,8 @@ from latentstitch.migrate import (
     save_plan,
 )
 from latentstitch.migrate._fit import coverage_warning
-from latentstitch.migrate._migration import CurveMeasure
+from latentstitch.migrate._migration import CurveMeasure, curve_measures
+from latentstitch.migrate._report import Certificate
 
 
 @pytest.mark.parametrize("strategy", ["random", "kmeans", "farthest"])
@@ -205,6 +206,19 @@ def test_a_migration_file_with_a_broken_learning_curve_is_named(fitted, tmp_path
     path.write_text(json.dumps(payload))
     with pytest.raises(ValueError, match="unknown mode 'sideways'"):
         Migration.load(path, "MIGRATION")
+
+
+def test_a_learning_curves_measures_are_typed_records_and_the_certificate_table_names_each(fitted):
+    _, migration = fitted
+    curve = migration.learning[migration.mode]
+    measures = curve_measures(curve)
+    assert {m.key for m in measures} == set(curve) - {"share", "pairs", "sample_pairs"}
+    assert CurveMeasure("documents", "recall@10") in measures and all(m.part == "documents" for m in measures)
+    certificate = Certificate(migration.mode, "cosine", "cosine", 0.95, 600, 90, 60, {}, learning=curve)
+    (learning,) = [t for t in certificate.tables() if t["title"].startswith("learning curve of the fit")]
+    assert learning["columns"] == ["fit pairs", *[f"{m.part}: {m.name}" for m in measures]]
+    with pytest.raises(ValueError, match=r"^learning: the learning curve's key 'recall@10' is not PART:MEASURE"):
+        curve_measures({**curve, "recall@10": curve["pairs"]})
 
 
 def test_labelled_queries_give_the_curve_in_their_units(corpus):

@@ -89,7 +89,7 @@ def test_planning_applying_and_wrong_kinds_never_write_the_input_store(built, fi
             assert code == 2 and "is inside the input folder INDEX" in capsys.readouterr().err
         with pytest.raises(ValueError, match="output: .* is inside the input folder store"):
             apply_migration(migration, saved, open_store(path), link / "new", chunk_rows=250)
-        with pytest.raises(ValueError, match="--output: .* is the same file as the input INDEX"):
+        with pytest.raises(ValueError, match="^output: .* is the same file as the input store"):
             apply_migration(migration, saved, open_store(path), link, chunk_rows=250)
         code = main(["migrate", "apply", str(saved), str(path), "-o", str(path)])
         assert code == 2 and "is the input INDEX" in capsys.readouterr().err

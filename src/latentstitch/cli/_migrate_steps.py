@@ -9,7 +9,7 @@ import numpy as np
 
 from latentstitch._core.atomic import atomic_path
 from latentstitch._core.tables import print_tables, write_json
-from latentstitch.cli.options import UsageError, option_errors
+from latentstitch.cli.options import UsageError, option_errors, translate
 from latentstitch.embeddings import open_embeddings
 from latentstitch.migrate import (
     Migration,
@@ -37,12 +37,18 @@ OPTIONS = {
     "holdout": "--holdout",
     "folds": "--folds",
     "migration": "MIGRATION",
+    "migration_path": "MIGRATION",
+    "collection": "--collection",
     "device": "--device",
     "id_column": "--id-column",  # the embedding readers and writers (INDEX as a file, the NEW file apply writes)
     "ids": "--id-column",
     "output": "--output",
     "chunk_rows": "--chunk-rows",
     "thresholds": "--threshold",
+    "query_log": "--query-log",
+    "bridge": "--provisional",
+    "previous": "--first-plan",
+    "first_share": "--first-share",
 }
 
 
@@ -90,22 +96,79 @@ def plan(args: argparse.Namespace, output: Path) -> int:
     store = _store(args)
     ids, vectors = store.read()
     budget = args.budget if args.budget < 1 else int(args.budget)
+    options = {}
+    if args.strategy == "access":
+        options["query_log"] = _query_log(args.query_log)
+    if args.strategy == "uncertainty":
+        options["first_share"] = args.first_share
+        if args.provisional is not None:
+            options["bridge"] = Migration.load(args.provisional, "--provisional")
+            options["previous"] = load_plan(args.first_plan, "--first-plan")
     chosen = plan_sample(
-        ids, vectors, budget, strategy=args.strategy, holdout=args.holdout, metric=store.metric, seed=args.seed
+        ids,
+        vectors,
+        budget,
+        strategy=args.strategy,
+        holdout=args.holdout,
+        metric=store.metric,
+        seed=args.seed,
+        **options,
     )
-    save_plan(chosen, output)
+    with option_errors({"path": "--output"}):
+        save_plan(chosen, output)
+    stage = {"first": ", first stage", "second": ", second stage"}.get(chosen.stage, "")
     print(
-        f"plan ({args.strategy}): re-embed {len(chosen.ids)} of {len(ids)} documents, {len(chosen.fit_ids)} to "
-        f"fit and {len(chosen.holdout_ids)} held out for certify: written {output}"
+        f"plan ({args.strategy}{stage}): re-embed {len(chosen.ids)} of {len(ids)} documents, {len(chosen.fit_ids)} "
+        f"to fit and {len(chosen.holdout_ids)} held out for certify: written {output}"
     )
+    if chosen.stage == "first":
+        print(
+            f"next: re-embed these, run `latentstitch migrate fit {args.index} SAMPLE --plan {output} -o "
+            f"provisional.json`, then this command again with --provisional provisional.json --first-plan {output} "
+            "and another --output, for the rest of the budget"
+        )
+    if chosen.stage == "second":
+        added = len(chosen.ids) - sum(len(part) for part in options["previous"])
+        print(f"re-embed the {added} ids added to --first-plan's, then fit on all of them")
     return 0
+
+
+def _query_log(path: Path):
+    """--query-log: a table with an ``id`` column (and an optional ``count``) -> {id: accesses}; any other embedding
+    file -> the old model's query vectors."""
+    import csv
+
+    columns: list[str] = []
+    if path.suffix.lower() == ".csv":
+        with open(path, newline="", encoding="utf-8") as handle:
+            columns = next(csv.reader(handle), [])
+    elif path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        columns = pq.read_schema(path).names
+    if "id" not in columns:
+        return open_embeddings(path, option="--query-log").read()
+    if not set(columns) <= {"id", "count"}:
+        raise UsageError(f"--query-log: {str(path)!r} has an id column; expected only id and count, got {columns}")
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    table = (pacsv.read_csv(path) if path.suffix.lower() == ".csv" else pq.read_table(path)).to_pydict()
+    counts: dict = {}
+    for row, (key, count) in enumerate(zip(table["id"], table.get("count", [1] * len(table["id"])), strict=True)):
+        if key is None or not isinstance(count, (int, float)) or isinstance(count, bool):
+            raise UsageError(
+                f"--query-log: {str(path)!r} row {row + 1}: expected an id and a count, got {key}, {count}"
+            )
+        counts[key] = counts.get(key, 0) + count
+    return counts
 
 
 def fit(args: argparse.Namespace, output: Path) -> int:
     store = _store(args)
     ids, vectors = store.read()
     sample_ids, sample_new = _sample(args, args.sample, "SAMPLE")
-    holdout = load_plan(args.plan)[1] if args.plan else ()
+    holdout = load_plan(args.plan, "--plan")[1] if args.plan else ()
     migration = fit_migration(
         ids,
         vectors,
@@ -117,7 +180,8 @@ def fit(args: argparse.Namespace, output: Path) -> int:
         folds=args.folds,
         seed=args.seed,
     )
-    migration.save(output)
+    with option_errors({"path": "--output"}):
+        migration.save(output)
     summary = migration.to_dict()
     rows = [
         [m, summary["routes"][m], f"{np.mean(v):.3f} ± {np.std(v):.3f}", "yes" if m == migration.mode else ""]
@@ -139,7 +203,7 @@ def fit(args: argparse.Namespace, output: Path) -> int:
     )
     learning = migration.learning_words()
     if learning:
-        print(learning)
+        print(translate(learning, OPTIONS))
     print(f"written: {output} (and its bridges beside it)")
     return 0
 
@@ -149,7 +213,7 @@ def certify(args: argparse.Namespace, output: Path) -> int:
     store = _store(args)
     ids, vectors = store.read()
     sample_ids, sample_new = _sample(args, args.sample, "SAMPLE")
-    _, holdout = load_plan(args.plan)
+    _, holdout = load_plan(args.plan, "--plan")
     certificate = certify_migration(
         migration,
         ids,
@@ -163,7 +227,8 @@ def certify(args: argparse.Namespace, output: Path) -> int:
         store=store,
         seed=args.seed,
     )
-    charts = certificate.charts(output.parent, output.stem)
+    with option_errors({"folder": "--output"}):
+        charts = certificate.charts(output.parent, output.stem)
     payload = certificate.to_dict()
     payload.update(
         title=f"Migration certificate: {Path(args.index).name} ({certificate.mode}-side)",
@@ -185,7 +250,8 @@ def apply(args: argparse.Namespace, output: Path) -> int:
     sample_ids = sample_new = None
     if args.sample:
         sample_ids, sample_new = _sample(args, args.sample, "--sample")
-    with option_errors({"sample_ids": "--sample", "sample_new": "--sample"}):  # apply's sample is an option
+    # apply's sample is an option; its output's kind is --output-kind (INDEX's is --kind)
+    with option_errors({"sample_ids": "--sample", "sample_new": "--sample", "kind": "--output-kind"}):
         result = apply_migration(
             migration,
             args.migration,

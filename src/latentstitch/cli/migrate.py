@@ -41,7 +41,7 @@ HELP = "move a vector index to a new embedding model: plan, fit, certify, apply"
 #: nothing heavy (tests/test_cli.py holds the copies equal)
 METRICS = ("ip", "cosine", "l2")
 KINDS = ("file", "faiss", "lancedb", "chroma", "qdrant", "milvus")
-STRATEGIES = ("random", "kmeans", "farthest")
+STRATEGIES = ("random", "kmeans", "farthest", "access", "uncertainty")
 
 
 def _index_options(parser: argparse.ArgumentParser) -> None:
@@ -101,7 +101,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--strategy",
         choices=STRATEGIES,
         default="kmeans",
-        help="how to choose them (default kmeans: the item nearest each of BUDGET centroids)",
+        help="how to choose them (default kmeans: the item nearest each of BUDGET centroids). access: the documents "
+        "--query-log reaches first, k-means coverage filling the rest. uncertainty, in two stages: (1) without "
+        "--provisional: the held-out part and a k-means seed of --first-share of the rest; re-embed those and run "
+        "`migrate fit INDEX SAMPLE --plan PLAN1 -o provisional.json`; (2) with --provisional provisional.json "
+        "--first-plan PLAN1 (same INDEX and --budget: the whole budget): PLAN1's ids plus the documents whose "
+        "neighbours the provisional bridge keeps least; re-embed the added ids and fit again on all",
+    )
+    plan.add_argument(
+        "--query-log",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="access: the users' queries embedded by the OLD model (an embedding file; a query asked n times given n "
+        "times), or a .csv / .parquet table with an id column and an optional count column (accesses per document)",
+    )
+    plan.add_argument(
+        "--provisional",
+        type=Path,
+        default=None,
+        metavar="MIGRATION",
+        help="uncertainty, second stage: the migration `migrate fit` wrote from the first stage's sample",
+    )
+    plan.add_argument(
+        "--first-plan",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="uncertainty, second stage: the first stage's plan",
+    )
+    plan.add_argument(
+        "--first-share",
+        type=positive_float,
+        metavar="SHARE",
+        default=0.5,
+        help="uncertainty, first stage: the share of the fit part re-embedded first (default 0.5)",
     )
     plan.add_argument(
         "--holdout",
@@ -172,6 +206,8 @@ def main(args: argparse.Namespace) -> int:
         input_file(args.sample, "SAMPLE" if args.action != "apply" else "--sample")
     if getattr(args, "plan", None):
         input_file(args.plan, "--plan")
+    if args.action == "plan":
+        _check_plan_options(args)
     if getattr(args, "workers", None) is not None and getattr(args, "scheduler", None) is not None:
         raise UsageError("--workers and --scheduler: give one (a local cluster of N workers, or an existing one)")
     if (getattr(args, "queries_new", None) is None) != (getattr(args, "queries_old", None) is None):
@@ -179,10 +215,39 @@ def main(args: argparse.Namespace) -> int:
     # the inputs first: an output that is an input store folder is refused for that cause, not as "a folder"
     refuse_overwrite(
         {"--output": args.output},
-        {"INDEX": args.index, "SAMPLE": getattr(args, "sample", None), "MIGRATION": getattr(args, "migration", None)},
+        {
+            "INDEX": args.index,
+            "SAMPLE": getattr(args, "sample", None),
+            "MIGRATION": getattr(args, "migration", None),
+            "--query-log": getattr(args, "query_log", None),
+            "--provisional": getattr(args, "provisional", None),
+            "--first-plan": getattr(args, "first_plan", None),
+        },
     )
     output = output_file(args.output, "--output")
     pin_threads(args)
     from latentstitch.cli import _migrate_steps as steps
 
     return steps.run(args, output)
+
+
+def _check_plan_options(args: argparse.Namespace) -> None:
+    """The strategy-specific options of `migrate plan`: each given only with its strategy, and its files readable."""
+    if args.strategy == "access" and args.query_log is None:
+        raise UsageError("--query-log: --strategy access needs the users' query log (old-model query vectors, or ids)")
+    if args.strategy != "access" and args.query_log is not None:
+        raise UsageError(f"--query-log: only --strategy access reads a query log (--strategy is {args.strategy})")
+    second = {"--provisional": args.provisional, "--first-plan": args.first_plan}
+    for option, value in second.items():
+        if value is not None and args.strategy != "uncertainty":
+            raise UsageError(f"{option}: only --strategy uncertainty's second stage reads it")
+    if (args.provisional is None) != (args.first_plan is None):
+        raise UsageError(
+            "--provisional: the second stage of --strategy uncertainty needs both --provisional (the migration fitted "
+            "on the first stage's sample) and --first-plan (the first stage's plan)"
+        )
+    if not 0 < args.first_share <= 1:
+        raise UsageError(f"--first-share: expected a share in (0, 1], got {args.first_share:g}")
+    for option, value in {"--query-log": args.query_log, **second}.items():
+        if value is not None:
+            input_file(value, option)

@@ -69,11 +69,14 @@ def probability(text: str) -> float:
 def option_errors(options: Mapping[str, str]) -> Iterator[None]:
     """Inside the block, a ValueError/TypeError of the library that names function arguments is raised again as a
     ``UsageError`` naming the command-line options they came from (``translate``), so the user reads the options
-    they typed. Blocks nest: an inner table (one call's ``id_column``) is applied before an outer one."""
+    they typed. Blocks nest: an inner table (one call's ``id_column``) is applied before an outer one. An
+    ``OSError`` the library raised naming an argument (``"output: ... exists"``, ``OSError(ENOSPC, "output: the
+    disk is full ...")``) is translated the same way; the system's own (no argument named) passes unchanged."""
     try:
         yield
-    except (ValueError, TypeError) as error:
-        message = str(error)
+    except (ValueError, TypeError, OSError) as error:
+        numbered = isinstance(error, OSError) and error.errno is not None and bool(error.strerror)
+        message = error.strerror if numbered else str(error)  # without the "[Errno 28] " of a numbered one
         translated = translate(message, options)
         if translated != message:
             raise UsageError(translated) from error

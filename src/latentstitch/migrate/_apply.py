@@ -25,7 +25,10 @@ import os
 import shutil
 import time
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,7 @@ from latentstitch.migrate._inputs import MigrationWarning, check_ids, check_vect
 from latentstitch.migrate._migration import Migration
 from latentstitch.migrate._retrieval import prepare
 from latentstitch.migrate.stores import (
+    StoreWriter,
     VectorStore,
     cannot_hold,
     check_collection_name,
@@ -93,12 +97,68 @@ def work_folder(output: Path) -> Path:
     return output.with_name(f".{output.name}{PARTIAL_MARK}apply")
 
 
-def _disk_full(error: OSError, work: Path, done: int, total: int) -> OSError:
-    return OSError(
-        error.errno,
-        f"--output: the disk is full after {done} of {total} chunks; the old index is untouched and the partial "
-        f"output is kept in {str(work)!r}: free space and run the same command again to resume",
-    )
+@contextmanager
+def _naming_a_full_disk(work: Path, done: Callable[[], int], total: int) -> Iterator[None]:
+    """A full disk (or quota) inside the block is said in words: how far the run got, that the old index is
+    untouched, and that the same call resumes; other errors pass unchanged."""
+    try:
+        yield
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise OSError(
+            error.errno,
+            f"output: the disk is full after {done()} of {total} chunks; the old index is untouched and the partial "
+            f"output is kept in {str(work)!r}: free space and run the same command again to resume",
+        ) from None
+
+
+@dataclass
+class _Job:
+    """One apply, its arguments checked, in its locked work folder: what each step reads. ``given`` is what the
+    manifest records of the run (``GIVEN``)."""
+
+    migration: Migration
+    store: VectorStore
+    output: Path
+    work: Path
+    given: dict[str, Any]
+    replacements: dict[str, np.ndarray] | None
+    device: str | None
+
+    @property
+    def kind(self) -> str:
+        return self.given["kind"]
+
+    @property
+    def chunk_rows(self) -> int:
+        return self.given["chunk_rows"]
+
+    @property
+    def total(self) -> int:
+        """The number of chunks."""
+        return -(-self.store.count // self.chunk_rows)
+
+    @property
+    def staged(self) -> Path:
+        """Where the new store is built, in the work folder (renamed onto the output at the end)."""
+        return self.work / ("out" + (self.output.suffix if self.kind in ("file", "faiss", "milvus") else ""))
+
+    def new_writer(self) -> StoreWriter:
+        options = {**self.store.writer_options(), "rows": self.store.count}
+        return create_writer(
+            self.kind,
+            self.staged,
+            dimension=self.migration.new_dimension,
+            metric=self.migration.metric,
+            collection=self.output.stem,
+            **options,
+        )
+
+    def record(self, manifest: dict, number: int, digest: str) -> None:
+        """Chunk ``number`` is written, its bytes have ``digest``: the manifest says so (atomically)."""
+        manifest["done"][str(number)] = digest
+        write_text(self.work / MANIFEST, json.dumps(manifest, indent=1), option="output")
 
 
 def apply_migration(
@@ -122,6 +182,60 @@ def apply_migration(
     and what is written."""
     started = time.perf_counter()
     output = Path(os.fspath(output))
+    _check_migration(migration, store)
+    _warn_other_metric(migration, store)
+    chunk_rows = check_positive_int(chunk_rows, "chunk_rows")
+    if client is None:
+        check_device(device, "device")  # on a cluster, each worker checks its own
+    _check_output(output, store, migration_path)
+    kind = kind or store.kind
+    check_collection_name(kind, output.stem, "output")  # the new collection is named after the output
+    _refuse_lost_ids(store, output, kind)
+    replacements = _replacements(migration, sample_ids, sample_new, store)
+    given = _given(migration, migration_path, store, kind, chunk_rows, replacements)
+    work = work_folder(output)
+    work.mkdir(exist_ok=True)
+    busy = f"output: {str(output)!r} is being written by another apply right now; wait for it to end"
+    with hold_lock(work / LOCK, busy):
+        if output.exists():  # another run finished it (and removed the work folder) while this one was starting
+            if {p.name for p in work.iterdir()} <= {LOCK}:
+                shutil.rmtree(work, ignore_errors=True)  # the folder this run made again, to lock it
+            raise FileExistsError(f"output: {str(output)!r} exists; apply writes a new collection, never over one")
+        job = _Job(migration, store, output, work, given, replacements, device)
+        manifest, resumed = _apply_locked(job, client, workers, progress)
+        shutil.rmtree(work, ignore_errors=True)
+    return ApplyResult(
+        output, manifest, store.count, migration.new_dimension, job.total, resumed, time.perf_counter() - started
+    )
+
+
+def _given(
+    migration: Migration,
+    migration_path: str | os.PathLike,
+    store: VectorStore,
+    kind: str,
+    chunk_rows: int,
+    replacements: dict[str, np.ndarray] | None,
+) -> dict[str, Any]:
+    """What the manifest records of a run (``GIVEN``): a resume given anything else is refused."""
+    return {
+        "bridge": migration.bridge_sha256(migration_path),
+        "source": store.fingerprint(),
+        "source_path": str(store.path),
+        "source_kind": store.kind,
+        "collection": store.collection,
+        "rows": store.count,
+        "layout": None,  # set once it is known whether the output is written in place
+        "kind": kind,
+        "chunk_rows": chunk_rows,
+        "dimension": migration.new_dimension,
+        "metric": migration.metric,
+        "sample": _sample_digest(replacements),
+    }
+
+
+def _check_migration(migration: Migration, store: VectorStore) -> None:
+    """A corpus-side migration fitted on vectors as wide as the store's."""
     if "corpus" not in migration.bridges:
         raise ValueError("migration: it has no corpus-side bridge; fit it with both modes to migrate the index")
     if migration.mode != "corpus":
@@ -134,130 +248,146 @@ def apply_migration(
             f"store: {store.describe()} has {store.dimension} features; the migration was fitted on "
             f"{migration.old_dimension}"
         )
-    chunk_rows = check_positive_int(chunk_rows, "chunk_rows")
-    if client is None:
-        check_device(device, "device")  # on a cluster, each worker checks its own
-    refuse_inputs({"--output": output}, {"INDEX": store.path, "MIGRATION": migration_path})  # the true cause first
-    refuse_inside_inputs({"output": output}, {"store": store.path})
-    if output.exists():
-        raise FileExistsError(f"--output: {str(output)!r} exists; apply writes a new collection, never over one")
-    if not output.parent.is_dir():
-        raise FileNotFoundError(f"--output: the folder {str(output.parent)!r} does not exist")
-    kind = kind or store.kind
-    check_collection_name(kind, output.stem, "output")  # the new collection is named after the output
-    _refuse_lost_ids(store, output, kind)
-    replacements = _replacements(migration, sample_ids, sample_new, store)
-    given = {
-        "bridge": migration.bridge_sha256(migration_path),
-        "source": store.fingerprint(),
-        "source_path": str(store.path),
-        "source_kind": store.kind,
-        "collection": store.collection,
-        "rows": store.count,
-        "layout": None,  # set once the writer says whether it writes in place
-        "kind": kind,
-        "chunk_rows": chunk_rows,
-        "dimension": migration.new_dimension,
-        "metric": migration.metric,
-        "sample": _sample_digest(replacements),
-    }
-    work = work_folder(output)
-    work.mkdir(exist_ok=True)
-    busy = f"output: {str(output)!r} is being written by another apply right now; wait for it to end"
-    with hold_lock(work / LOCK, busy):
-        if output.exists():  # another run finished it (and removed the work folder) while this one was starting
-            if {p.name for p in work.iterdir()} <= {LOCK}:
-                shutil.rmtree(work, ignore_errors=True)  # the folder this run made again, to lock it
-            raise FileExistsError(f"--output: {str(output)!r} exists; apply writes a new collection, never over one")
-        result = _apply_locked(migration, store, output, work, given, replacements, device, client, workers, progress)
-        shutil.rmtree(work, ignore_errors=True)
-    return ApplyResult(output, *result, time.perf_counter() - started)
 
 
-def _apply_locked(migration, store, output, work, given, replacements, device, client, workers, progress):
-    """The apply itself, in its locked work folder: the rows, dimension, chunks, resumed chunks and manifest."""
-    kind, chunk_rows = given["kind"], given["chunk_rows"]
-    options = {**store.writer_options(), "rows": store.count}
-    staged = work / ("out" + (output.suffix if kind in ("file", "faiss", "milvus") else ""))
-
-    def new_writer():
-        return create_writer(
-            kind, staged, dimension=migration.new_dimension, metric=migration.metric, collection=output.stem, **options
+def _warn_other_metric(migration: Migration, store: VectorStore) -> None:
+    """Warn when the store ranks by another metric than the migration was fitted under: the new index keeps the
+    migration's, not the old index's (the bridge was fitted for it)."""
+    if store.metric != migration.metric:
+        warnings.warn(
+            f"store: the store ({store.describe()}) ranks by {store.metric}, but the migration was fitted under "
+            f"{migration.metric}: the new index is written for {migration.metric}, not the old index's metric; fit "
+            "the migration under the store's metric to keep it",
+            MigrationWarning,
+            stacklevel=3,
         )
 
+
+def _check_output(output: Path, store: VectorStore, migration_path: str | os.PathLike) -> None:
+    """An output that is new, in a folder that exists, and neither an input nor inside the store's folder."""
+    inputs = {"store": store.path, "migration_path": migration_path}
+    refuse_inputs({"output": output}, inputs)  # the true cause first (not "exists")
+    refuse_inside_inputs({"output": output}, inputs)
+    if output.exists():
+        raise FileExistsError(f"output: {str(output)!r} exists; apply writes a new collection, never over one")
+    if not output.parent.is_dir():
+        raise FileNotFoundError(f"output: the folder {str(output.parent)!r} does not exist")
+
+
+def _apply_locked(job: _Job, client: Any, workers: int | None, progress: bool) -> tuple[Path, int]:
+    """The apply itself, in its locked work folder: the chunks' plan read (and an interrupted run's verified),
+    the chunks bridged, the new store written and the run finished; the final manifest and the chunks resumed."""
     # in process, a writer that can write at an offset (a memory-mapped .npy) gets each chunk directly (and is
     # resumed in place); otherwise the chunks are files, and the new store is built from them at the end
-    in_place = client is None and writes_in_place(kind, staged)
-    writer = new_writer() if in_place else None
-    given["layout"] = "in-place" if in_place else "chunk-files"
-    manifest = _open_manifest(work, given)
-    total = -(-store.count // chunk_rows)
-    _drop_unverified(manifest, work, writer if in_place else None, chunk_rows)
+    in_place = client is None and writes_in_place(job.kind, job.staged)
+    writer = job.new_writer() if in_place else None
+    job.given["layout"] = "in-place" if in_place else "chunk-files"
+    manifest = _resume(job, writer)
     resumed = len(manifest["done"])
+    with _naming_a_full_disk(job.work, lambda: len(manifest["done"]), job.total):
+        written = _bridge_all(job, manifest, writer, client, workers, progress)
+    if written is not None and job.replacements and not resumed:
+        _warn_unwritten(set(job.replacements) - written, len(job.replacements))
+    with _naming_a_full_disk(job.work, lambda: job.total, job.total):
+        if writer is None:
+            writer = _build_from_chunks(job)
+        writer.close()
+        commit_staged(job.staged, job.output)
+    return _finish(job, manifest), resumed
 
-    def record(number: int, digest: str) -> None:
-        manifest["done"][str(number)] = digest
-        write_text(work / MANIFEST, json.dumps(manifest, indent=1), option="output")
 
+def _bridge_all(
+    job: _Job, manifest: dict, in_place: StoreWriter | None, client: Any, workers: int | None, progress: bool
+) -> set[str] | None:
+    """Every chunk not done yet bridged and written, here or on the cluster (``client``), with a progress bar
+    when asked: the re-embedded ids written with their true vectors (None on a cluster, which does not say)."""
     with progress_bar(bool(progress)) as bar:
-        task = None if bar is None else bar.add_task(f"migrating {store.path.name}", total=store.count)
+        task = None if bar is None else bar.add_task(f"migrating {job.store.path.name}", total=job.store.count)
 
         def advance(rows: int) -> None:
             if bar is not None:
                 bar.advance(task, rows)
 
-        try:
-            if client is not None:
-                from latentstitch.migrate._apply_cluster import bridge_on_cluster
+        if client is not None:
+            from latentstitch.migrate._apply_cluster import bridge_on_cluster
 
-                done = dict(manifest["done"])
-                bridge_on_cluster(
-                    client, workers, migration, store, chunk_rows, work, done, replacements, device, record, advance
-                )
-            else:
-                start, written = 0, set()
-                for number, (ids, vectors) in enumerate(exact_batches(store.batches(chunk_rows), chunk_rows)):
-                    if str(number) not in manifest["done"]:
-                        out = migration.transform_corpus(vectors, device=device)
-                        written |= replace_sampled(out, ids, replacements)
-                        if in_place:
-                            writer.write_at(start, out)
-                            digest = chunk_digest(out)
-                        else:
-                            digest = write_chunk_files(work, number, ids, out)
-                        record(number, digest)
-                    start += len(ids)
-                    advance(len(ids))
-                if replacements and not resumed:
-                    _warn_unwritten(set(replacements) - written, len(replacements))
-        except OSError as error:
-            if error.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise _disk_full(error, work, len(manifest["done"]), total) from None
-            raise
-    try:
-        if not in_place:
-            _remove(staged)  # a store an interrupted run had begun building from the chunks: built again
-            writer = new_writer()
-            if writer.ids_first:  # every id first: the batches then stream
-                writer.begin(np.concatenate([chunk_ids(work, number) for number in range(total)]))
-            start = 0
-            for number in range(total):
-                ids, vectors = chunk_ids(work, number), chunk_vectors(work, number)
-                if writer.in_place:
-                    writer.write_at(start, vectors)
-                else:
-                    writer.add(ids, vectors)
-                start += len(ids)
-        writer.close()
-        commit_staged(staged, output)
-    except OSError as error:
-        if error.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise _disk_full(error, work, total, total) from None
-        raise
-    final = {**manifest, "output": str(output), "status": "complete"}
-    manifest_path = output.with_name(output.name + ".manifest.json")
-    write_text(manifest_path, json.dumps(final, indent=1) + "\n", option="output")
-    return manifest_path, store.count, migration.new_dimension, total, resumed
+            bridge_on_cluster(
+                client,
+                workers,
+                job.migration,
+                job.store,
+                job.chunk_rows,
+                job.work,
+                dict(manifest["done"]),
+                job.replacements,
+                job.device,
+                partial(job.record, manifest),
+                advance,
+            )
+            return None
+        return _bridge_in_process(job, manifest, in_place, advance)
+
+
+def _resume(job: _Job, in_place: StoreWriter | None) -> dict:
+    """The work folder's manifest (a fresh one, or an interrupted run's given the same), without the chunks whose
+    bytes are not the ones it recorded."""
+    manifest = _open_manifest(job.work, job.given)
+    _drop_unverified(manifest, job.work, in_place, job.chunk_rows)
+    return manifest
+
+
+def _bridge_in_process(
+    job: _Job, manifest: dict, in_place: StoreWriter | None, advance: Callable[[int], None]
+) -> set[str]:
+    """Bridge here every chunk the manifest does not hold yet, each recorded once written; the re-embedded ids
+    written with their true vectors."""
+    start, written = 0, set()
+    for number, (ids, vectors) in enumerate(exact_batches(job.store.batches(job.chunk_rows), job.chunk_rows)):
+        if str(number) not in manifest["done"]:
+            digest, replaced = _bridge_chunk(job, number, start, ids, vectors, in_place)
+            written |= replaced
+            job.record(manifest, number, digest)
+        start += len(ids)
+        advance(len(ids))
+    return written
+
+
+def _bridge_chunk(
+    job: _Job, number: int, start: int, ids: np.ndarray, vectors: np.ndarray, in_place: StoreWriter | None
+) -> tuple[str, set[str]]:
+    """One chunk bridged, its re-embedded items' true vectors put back, written (at its rows of an in-place
+    output, else as the work folder's chunk files): its digest and the re-embedded ids it held."""
+    out = job.migration.transform_corpus(vectors, device=job.device)
+    replaced = replace_sampled(out, ids, job.replacements)
+    if in_place is None:
+        return write_chunk_files(job.work, number, ids, out), replaced
+    in_place.write_at(start, out)
+    return chunk_digest(out), replaced
+
+
+def _build_from_chunks(job: _Job) -> StoreWriter:
+    """The new store written from the work folder's chunk files, in order (not closed yet)."""
+    _remove(job.staged)  # a store an interrupted run had begun building from the chunks: built again
+    writer = job.new_writer()
+    if writer.ids_first:  # every id first: the batches then stream
+        writer.begin(np.concatenate([chunk_ids(job.work, number) for number in range(job.total)]))
+    start = 0
+    for number in range(job.total):
+        ids, vectors = chunk_ids(job.work, number), chunk_vectors(job.work, number)
+        if writer.in_place:
+            writer.write_at(start, vectors)
+        else:
+            writer.add(ids, vectors)
+        start += len(ids)
+    return writer
+
+
+def _finish(job: _Job, manifest: dict) -> Path:
+    """The run's manifest, complete, written beside the output: its path."""
+    final = {**manifest, "output": str(job.output), "status": "complete"}
+    path = job.output.with_name(job.output.name + ".manifest.json")
+    write_text(path, json.dumps(final, indent=1) + "\n", option="output")
+    return path
 
 
 def _warn_unwritten(missing: set[str], total: int) -> None:
@@ -308,7 +438,7 @@ def _open_manifest(work: Path, given: dict) -> dict:
         if differs:
             words = ", ".join(dict.fromkeys(GIVEN[k] for k in differs))
             raise ValueError(
-                f"--output: the partial apply in {str(work)!r} was made with another {words}; remove that folder to "
+                f"output: the partial apply in {str(work)!r} was made with another {words}; remove that folder to "
                 "start again, or resume with the same migration, index, sample, kind, chunk_rows and cluster setting"
             )
         if not isinstance(done, dict):
@@ -333,7 +463,16 @@ def _sample_digest(replacements: dict[str, np.ndarray] | None) -> str | None:
 def _refuse_lost_ids(store: VectorStore, output: Path, kind: str) -> None:
     """Ids the output cannot hold, refused before anything is bridged: a kind that refuses the store's kind of id
     (FAISS: integers only; Qdrant: unsigned integers or UUIDs), or a ``.npy`` output (no ids: its ids are its row
-    numbers) for a store with ids of its own."""
+    numbers) for a store with ids of its own. A store mixing integer and text ids (``VectorStore.mixed_ids``, read
+    as text) is written only to its own kind, which gives each id its type back."""
+    if store.mixed_ids:
+        if kind != store.kind:
+            raise ValueError(
+                f"output: the store ({store.describe()}) mixes integer and text ids (read as text); a {kind} output "
+                f"holds one type of id and would keep its integers as text: write a {store.kind} output, which gives "
+                "each id its own type back"
+            )
+        return
     first = next(iter(store.batches(256)), None)  # the ids' type: one kind of id per store
     why = None if first is None else cannot_hold(kind, first[0])
     if why:

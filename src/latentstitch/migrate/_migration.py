@@ -39,6 +39,11 @@ class CurveMeasure:
     def key(self) -> str:
         return f"{self.part}:{self.name}"
 
+    @property
+    def label(self) -> str:
+        """As a table's column names it: ``"documents: recall@10"``."""
+        return f"{self.part}: {self.name}"
+
     @classmethod
     def parse(cls, key: object, name: str = "learning") -> CurveMeasure:
         """The measure of a stored ``key``; a ``ValueError`` naming ``name`` when it is not ``PART:MEASURE``."""
@@ -49,6 +54,17 @@ class CurveMeasure:
                 f"{', '.join(CURVE_PARTS)}"
             )
         return cls(part, measure)
+
+
+#: A learning curve's lists that are not measures: its axes (the share of the training folds, the pairs fitted on)
+#: and the pairs the whole sample holds.
+CURVE_AXES = ("share", "pairs", "sample_pairs")
+
+
+def curve_measures(curve: dict[str, Any], name: str = "learning") -> list[CurveMeasure]:
+    """The measures a learning curve holds, in its order: its keys other than ``CURVE_AXES``, each parsed (a
+    ``ValueError`` naming ``name`` for a key that is not ``PART:MEASURE``)."""
+    return [CurveMeasure.parse(key, name) for key in curve if key not in CURVE_AXES]
 
 
 def file_sha256(path: Path) -> str:
@@ -117,7 +133,7 @@ class Migration:
             if gain >= 0.01
             else "re-embedding more gains little: the bridge is near what the two models allow from pairs"
         )
-        hint = "" if part == "queries" else "; labelled queries (--queries-relevant) give the curve in their units"
+        hint = "" if part == "queries" else "; labelled queries (queries_relevant=) give the curve in their units"
         return (
             f"learning curve ({mode or self.mode}-side, held-out {what}): {name.replace('recall', 'Recall')} "
             f"{points} with {pairs} fit pairs; the last doubling gained {gain:+.3f}: {verdict}{hint}"
@@ -174,12 +190,12 @@ class Migration:
         files = {}
         for mode, bridge in self.bridges.items():
             bridge_path = target.with_name(f"{target.stem}.{mode}.safetensors")
-            with atomic_path(bridge_path, option="--output") as temporary:
+            with atomic_path(bridge_path, option="path") as temporary:
                 bridge.save(temporary)
             files[mode] = {"file": bridge_path.name, "sha256": file_sha256(bridge_path)}
         payload = {"format": FORMAT, **self.to_dict(), "bridges": files}
         payload["header_sha256"] = _header_sha256(payload)
-        write_text(target, json.dumps(payload, indent=2) + "\n", option="--output")
+        write_text(target, json.dumps(payload, indent=2) + "\n", option="path")
         return target
 
     @classmethod
@@ -253,9 +269,7 @@ def _learning(value: Any, name: str) -> dict[str, dict[str, Any]]:
         if mode not in MODES or not isinstance(curve, dict) or "pairs" not in curve:
             raise ValueError(f"{name}: 'learning' holds an unknown mode {mode!r} or a curve without its pairs")
         lists = {k: v for k, v in curve.items() if k != "sample_pairs"}
-        for key in lists:
-            if key not in ("share", "pairs"):
-                CurveMeasure.parse(key, name)
+        curve_measures(lists, name)
         try:
             out[mode] = {k: [float(x) for x in v] for k, v in lists.items()}
             out[mode]["sample_pairs"] = int(curve.get("sample_pairs", 0))

@@ -9,6 +9,7 @@ from typing import Any
 
 from latentstitch._core.atomic import atomic_path
 from latentstitch._core.tables import table
+from latentstitch.migrate._migration import curve_measures
 
 MEASURES = ("recall@1", "recall@10", "mrr@10", "ndcg@10")
 
@@ -119,13 +120,13 @@ class Certificate:
                 )
             )
         if self.learning:
-            measures = [k for k in self.learning if ":" in k]
+            measures = curve_measures(self.learning, "learning")
             out.append(
                 table(
                     f"learning curve of the fit ({self.mode}-side)",
-                    ["fit pairs", *[k.replace(":", ": ") for k in measures]],
+                    ["fit pairs", *[m.label for m in measures]],
                     [
-                        [f"{pairs:,.0f}", *[f"{self.learning[k][i]:.3f}" for k in measures]]
+                        [f"{pairs:,.0f}", *[f"{self.learning[m.key][i]:.3f}" for m in measures]]
                         for i, pairs in enumerate(self.learning["pairs"])
                     ],
                     "Each cross-validation fold's bridge fitted on a quarter, a half and all of its training pairs; "
@@ -157,7 +158,7 @@ class Certificate:
         axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
         figure.tight_layout()
         path = folder / f"{stem}-measures.png"
-        with atomic_path(path, option="--output") as temporary:
+        with atomic_path(path, option="folder") as temporary:
             save_figure(figure, temporary)
         written["Retrieval measures with bootstrap intervals"] = path
         if self.curve:
@@ -169,7 +170,7 @@ class Certificate:
             axis.legend(fontsize=8)
             figure.tight_layout()
             path = folder / f"{stem}-curve.png"
-            with atomic_path(path, option="--output") as temporary:
+            with atomic_path(path, option="folder") as temporary:
                 save_figure(figure, temporary)
             written["Recall@10 against the share re-embedded"] = path
         return written

@@ -108,7 +108,7 @@ def create_writer(
 ) -> StoreWriter:
     """A writer of a new store of ``kind`` at ``path`` (which must not exist yet, except an in-place ``.npy``
     being resumed)."""
-    _, writer_class = _classes(kind, "--output")
+    _, writer_class = _classes(kind, "kind")
     check_collection_name(kind, collection, "collection")
     return writer_class(Path(os.fspath(path)), dimension, metric, collection, **options)
 

@@ -1,4 +1,4 @@
-"""Chroma persistent collections (``chromadb``): a ``PersistentClient`` folder (``--collection`` names the
+"""Chroma persistent collections (``chromadb``): a ``PersistentClient`` folder (``collection=`` names the
 collection; the only one by default). Ids are Chroma's strings; the metric is the collection's space (``cosine``,
 ``l2`` or ``ip``; Chroma's default is l2), read from its configuration (Chroma 1.x, ``configuration=``) or else its
 ``hnsw:space`` metadata. The Chroma client rewrites files of the folder it opens (its SQLite database, the index's

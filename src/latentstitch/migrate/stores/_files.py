@@ -94,7 +94,7 @@ class FileWriter(StoreWriter):
 
     def begin(self, ids: np.ndarray) -> None:
         ids = np.asarray(ids)
-        self.stream = EmbeddingWriter(self.path, len(ids), self.dimension, np.float32, ids=ids, option="--output")
+        self.stream = EmbeddingWriter(self.path, len(ids), self.dimension, np.float32, ids=ids, option="output")
 
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         if self.stream is not None:
@@ -111,6 +111,6 @@ class FileWriter(StoreWriter):
             self.stream.close()
             return
         ids = np.concatenate([p[0] for p in self.parts])
-        with EmbeddingWriter(self.path, len(ids), self.dimension, np.float32, ids=ids, option="--output") as writer:
+        with EmbeddingWriter(self.path, len(ids), self.dimension, np.float32, ids=ids, option="output") as writer:
             for _, block in self.parts:
                 writer.write(block)

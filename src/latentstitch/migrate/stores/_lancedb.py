@@ -1,4 +1,4 @@
-"""LanceDB tables (``lancedb``): a database folder (``--collection`` names the table; the only one by default) or
+"""LanceDB tables (``lancedb``): a database folder (``collection=`` names the table; the only one by default) or
 a ``NAME.lance`` table folder. The vectors are the table's fixed-size-list column (``vector`` by default), the
 ids its ``id`` column (or ``id_column``). A table has no metric of its own (LanceDB takes it at search time): give
 ``metric=``, else unit rows read as cosine (all three metrics rank unit vectors alike) and others as l2, LanceDB's
@@ -39,7 +39,7 @@ def _only(names: list[str], collection: str | None, error) -> str:
             raise error(f"has no table/collection {collection!r} (it has: {', '.join(names) or 'none'})")
         return collection
     if len(names) != 1:
-        raise error(f"holds {len(names)} tables/collections ({', '.join(names) or 'none'}); name one (--collection)")
+        raise error(f"holds {len(names)} tables/collections ({', '.join(names) or 'none'}); name one with collection=")
     return names[0]
 
 
@@ -63,7 +63,7 @@ class LanceStore(VectorStore):
             self.vector_column = "vector" if "vector" in vector_columns else vector_columns[0]
             self.id_column = id_column or "id"
             if self.id_column not in schema.names:
-                raise self.error(f"table {self.collection!r} has no id column {self.id_column!r} (--id-column)")
+                raise self.error(f"table {self.collection!r} has no id column {self.id_column!r} (id_column=)")
             self.count = self.table.count_rows()
             self.dimension = schema.field(self.vector_column).type.list_size
             ids = [batch.column(0).to_numpy(zero_copy_only=False) for batch in self._scan([self.id_column], BATCH_ROWS)]

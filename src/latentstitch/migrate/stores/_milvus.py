@@ -1,4 +1,4 @@
-"""Milvus Lite collections (``pymilvus`` with ``milvus-lite``): a ``.db`` file (``--collection`` names the
+"""Milvus Lite collections (``pymilvus`` with ``milvus-lite``): a ``.db`` file (``collection=`` names the
 collection; the only one by default). The vectors are the float-vector field, the ids the primary key; the metric
 is the vector index's (IP, L2 or COSINE). Milvus Lite starts a local server per file (about a second) and writes
 into the file it opens (its index files): a store is read from a private snapshot copy (``VectorStore.snapshot``)."""

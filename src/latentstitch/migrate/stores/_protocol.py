@@ -37,6 +37,10 @@ class VectorStore:
     has_search = False
     #: The store has no ids of its own: its ids are its row numbers (a ``.npy`` file, a bare flat FAISS index).
     ids_are_rows = False
+    #: The store's ids mix integers and text (a Qdrant collection of unsigned integers and UUIDs). They are read as
+    #: text (an array of ids holds one type); a new store of the same kind gives each id its own type back, and
+    #: ``apply_migration`` refuses another kind, which would keep the integers as text.
+    mixed_ids = False
 
     def __init__(self, path: Path, option: str, collection: str | None = None):
         self.path, self.option, self.collection = path, option, collection

@@ -1,7 +1,9 @@
-"""Qdrant collections in local mode (``qdrant-client``, ``QdrantClient(path=...)``): the folder (``--collection``
+"""Qdrant collections in local mode (``qdrant-client``, ``QdrantClient(path=...)``): the folder (``collection=``
 names the collection; the only one by default). Ids are Qdrant's (unsigned integers or UUIDs); the metric is the
 collection's distance (Cosine, Dot, Euclid; Manhattan is refused). Qdrant stores a cosine collection's vectors
-normalised. Local mode locks and may rewrite the folder it opens: a store is read from a private snapshot copy
+normalised. A collection mixing integer and UUID ids is read with text ids (``mixed_ids``); a new Qdrant collection
+written from it gives each id its own type back (an integer's text is that integer: a UUID's text never is). Local
+mode locks and may rewrite the folder it opens: a store is read from a private snapshot copy
 (``VectorStore.snapshot``)."""
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class QdrantStore(VectorStore):
         self.count = int(self.client.count(self.collection, exact=True).count)
         if metric is not None and metric != self.metric:
             raise self.error(f"collection {self.collection!r} is a {self.metric} collection, not {metric}")
+        self.mixed_ids = self._mixes_ids()
 
     def batches(self, rows: int = BATCH_ROWS):
         offset = None
@@ -54,6 +57,22 @@ class QdrantStore(VectorStore):
                 yield np.asarray([p.id for p in points]), np.asarray([p.vector for p in points], dtype=np.float32)
             if offset is None:
                 return
+
+    def _mixes_ids(self) -> bool:
+        """Whether the collection holds both integer and UUID ids (read when it is opened: one pass over its ids,
+        without vectors, stopping at the first of each)."""
+        kinds, offset = set(), None
+        while len(kinds) < 2:
+            points, offset = self.client.scroll(
+                self.collection, limit=BATCH_ROWS, offset=offset, with_vectors=False, with_payload=False
+            )
+            kinds |= {type(p.id) for p in points}
+            if offset is None:
+                break
+        return len(kinds) > 1
+
+    def writer_options(self) -> dict[str, Any]:
+        return {"mixed_ids": self.mixed_ids}
 
     def search(self, queries: np.ndarray, k: int) -> np.ndarray:
         return np.asarray(
@@ -68,7 +87,9 @@ class QdrantStore(VectorStore):
 
 
 class QdrantWriter(StoreWriter):
-    """A new Qdrant local folder holding one collection of the source's distance."""
+    """A new Qdrant local folder holding one collection of the source's distance. ``mixed_ids`` (from a source
+    collection mixing integer and UUID ids, read as text): an id that is the text of an integer is written as that
+    integer."""
 
     def __init__(self, path: Path, dimension: int, metric: str, collection: str, **options: Any):
         super().__init__(path, dimension, metric, collection, **options)
@@ -92,16 +113,28 @@ class QdrantWriter(StoreWriter):
                 f"a Qdrant point id is an unsigned integer or a UUID, not {int(negative[0])}" if len(negative) else None
             )
         for value in ids.tolist():
+            if isinstance(value, int):  # one of a mixed collection's integers (``_point_ids``)
+                if value < 0:
+                    return f"a Qdrant point id is an unsigned integer or a UUID, not {value}"
+                continue
             try:
                 uuid.UUID(str(value))
             except ValueError:
                 return f"a Qdrant point id is an unsigned integer or a UUID, not the text {str(value)!r}"
         return None
 
+    def _point_ids(self, ids: np.ndarray) -> np.ndarray:
+        """The ids as Qdrant points take them: as given, or, from a collection mixing integers and UUIDs, each with
+        its own type back."""
+        if not self.options.get("mixed_ids"):
+            return np.asarray(ids)
+        return np.asarray([int(v) if str(v).isdecimal() else str(v) for v in np.asarray(ids).tolist()], dtype=object)
+
     def add(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        ids = self._point_ids(ids)
         if self.cannot_hold(ids):
             raise ValueError(f"output: {self.cannot_hold(ids)}")
-        ids = np.asarray(ids).tolist()
+        ids = ids.tolist()
         self.client.upsert(self.collection, points=self.models.Batch(ids=ids, vectors=np.asarray(vectors).tolist()))
 
     def close(self) -> None:
