@@ -70,7 +70,7 @@ STORES = [
     pytest.param("old_ivf.index", build_ivf, "new.index", id="faiss-ivf", marks=needs("faiss")),
     pytest.param("old_lance", build_lancedb, "new_lance", id="lancedb", marks=needs("lancedb")),
     pytest.param("old_chroma", build_chroma, "new_chroma", id="chroma", marks=needs("chromadb")),
-    # Qdrant's local mode writes a few hundred points in seconds (18 s of runs on a loaded 2-core machine)
+    # the slowest store: 15 to 27 s a case on the loaded 2-core machine (its local mode writes points slowly)
     pytest.param(
         "old_qdrant", build_qdrant, "new_qdrant", id="qdrant", marks=[needs("qdrant_client"), pytest.mark.slow]
     ),
