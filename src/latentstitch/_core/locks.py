@@ -47,11 +47,16 @@ def _holder(path: Path) -> str:
 
 @contextlib.contextmanager
 def hold_lock(path: str | os.PathLike, busy: str) -> Iterator[None]:
-    """Hold the exclusive lock on the file ``path`` (created when missing) for the block. Raises ``FolderBusy``
-    with ``busy`` and the holder (``"... (process 123, started ...)"``) when a live process holds it."""
+    """Hold the exclusive lock on the file ``path`` (created when missing; its folder made again when its last holder
+    removed it) for the block. Raises ``FolderBusy`` with ``busy`` and the holder (``"... (process 123, started
+    ...)"``) when a live process holds it."""
     path = Path(os.fspath(path))
     for _ in range(10):
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # its last holder removed the folder as this process came to it
+            path.parent.mkdir(exist_ok=True)
+            continue
         if not _try_lock(descriptor):
             os.close(descriptor)
             raise FolderBusy(f"{busy} ({_holder(path)})")

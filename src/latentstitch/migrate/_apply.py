@@ -197,7 +197,9 @@ def apply_migration(
     work.mkdir(exist_ok=True)
     busy = f"output: {str(output)!r} is being written by another apply right now; wait for it to end"
     with hold_lock(work / LOCK, busy):
-        if output.exists():  # another run finished it while this one was starting
+        if output.exists():  # another run finished it (and removed the work folder) while this one was starting
+            if {p.name for p in work.iterdir()} <= {LOCK}:
+                shutil.rmtree(work, ignore_errors=True)  # the folder this run made again, to lock it
             raise FileExistsError(f"output: {str(output)!r} exists; apply writes a new collection, never over one")
         job = _Job(migration, store, output, work, given, replacements, device)
         manifest, resumed = _apply_locked(job, client, workers, progress)

@@ -36,7 +36,8 @@ class MilvusStore(VectorStore):
     def __init__(self, path: Path, option: str, *, collection=None, metric=None, **_):
         super().__init__(path, option, collection)
         try:
-            self.client = milvus().MilvusClient(str(self.snapshot()))  # Milvus Lite writes into what it opens
+            self.client_path = self.snapshot()  # Milvus Lite writes into what it opens
+            self.client = milvus().MilvusClient(str(self.client_path))
         except Exception as error:  # milvus-lite raises its own types for a file it cannot open
             raise self.error(f"cannot be opened by Milvus Lite ({str(error)[:200]})") from None
         self.collection = _only(list(self.client.list_collections()), collection, self.error)
@@ -76,6 +77,21 @@ class MilvusStore(VectorStore):
 
     def release(self) -> None:
         self.client.close()
+        stop_server(self.client_path)
+
+
+def stop_server(path: Path) -> None:
+    """Stop Milvus Lite's server of the ``.db`` at ``path``. Milvus Lite 3 serves a file from threads of this
+    process until the process exits, and only then writes the collection's data files (its write-ahead log flushed):
+    a file renamed before that (apply's output, moved from its work folder) would be left with the log alone, and the
+    data files written into the path it had (the work folder, made again after its removal)."""
+    try:
+        from milvus_lite.server_manager import server_manager_instance
+    except ImportError:  # another Milvus Lite: its servers are its own processes
+        return
+    release = getattr(server_manager_instance, "release_server", None)
+    if release is not None:
+        release(str(path))
 
 
 def _longest(ids: np.ndarray) -> int:
@@ -130,3 +146,4 @@ class MilvusWriter(StoreWriter):
 
     def close(self) -> None:
         self.client.close()
+        stop_server(self.path)
