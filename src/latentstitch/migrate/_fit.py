@@ -11,7 +11,8 @@ models (queries are another kind of text than documents). The objective: for eac
 document (its new vector as the query) and every held-out labelled query must find its own document among all
 indexed ones (MRR@10), with the other folds' documents re-embedded as ``apply`` would leave them. With labelled
 queries the mode is chosen on the queries' MRR@10 alone: a document finding itself says little about queries written
-in other words (issue 40: that choice picked the weaker mode).
+in other words (issue 40: that choice picked the weaker mode), and so is each mode's route: every route is
+cross-validated on the labelled queries (without them, the bridge's own cross-validation chooses the route).
 
 ``refit_migration``: once certified, the chosen bridges refitted on every re-embedded item (the held-out ones too)."""
 
@@ -209,14 +210,29 @@ def fit_migration(
     if warning:
         warnings.warn(warning, MigrationWarning, stacklevel=2)
     old_n, new_n = prepare(old, metric).numpy(), prepare(new, metric).numpy()
-    bridges = {}
-    for mode in modes:  # each mode's route is chosen once, by the bridge's own cross-validation on every pair
-        source_old, source_new = old_n[rows], new_n
-        if queries is not None:
-            source_old = np.concatenate([source_old, prepare(queries.old, metric).numpy()])
-            source_new = np.concatenate([source_new, prepare(queries.new, metric).numpy()])
-        bridges[mode] = _bridge(mode, source_old, source_new, routes, seed, inner_folds, old_n)
-    scores, learning = _cross_validate(old_n, rows, new_n, queries, index_ids, bridges, metric, folds, seed)
+    source_old, source_new = old_n[rows], new_n
+    if queries is not None:
+        source_old = np.concatenate([source_old, prepare(queries.old, metric).numpy()])
+        source_new = np.concatenate([source_new, prepare(queries.new, metric).numpy()])
+    if queries is not None and queries.relevant is not None and len(routes) > 1:
+        # labelled queries: each route is cross-validated on them (what users send), not on the bridge's own score
+        bridges, scores, learning = _routes_on_queries(
+            modes,
+            routes,
+            (source_old, source_new),
+            (old_n, rows, new_n),
+            queries,
+            index_ids,
+            metric,
+            folds,
+            seed,
+            inner_folds,
+        )
+    else:
+        bridges = {}
+        for mode in modes:  # each mode's route is chosen once, by the bridge's own cross-validation on every pair
+            bridges[mode] = _bridge(mode, source_old, source_new, routes, seed, inner_folds, old_n)
+        scores, learning = _cross_validate(old_n, rows, new_n, queries, index_ids, bridges, metric, folds, seed)
     chosen = max(modes, key=lambda m: float(np.mean(scores[m])))
     return Migration(
         mode=chosen,
@@ -230,6 +246,34 @@ def fit_migration(
         new_dimension=new.shape[1],
         notes=[warning] if warning else [],
         holdout_ids=[str(i) for i in held_ids.tolist()],
+    )
+
+
+def _routes_on_queries(modes, routes, pairs, index, queries, index_ids, metric, folds, seed, inner_folds):
+    """Per mode, the route whose held-out labelled queries score best (MRR@10, ``_cross_validate``), each route's
+    bridge fitted on every pair; a route that cannot be fitted is left out. Returns bridges, scores, learning."""
+    old_n, rows, new_n = index
+    best: dict[str, tuple[float, Bridge, list[float], dict]] = {}
+    failures = []
+    for route in routes:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                bridges = {mode: _bridge(mode, *pairs, [route], seed, inner_folds, old_n) for mode in modes}
+                scores, learning = _cross_validate(old_n, rows, new_n, queries, index_ids, bridges, metric, folds, seed)
+        except ValueError as error:
+            failures.append(f"{route}: {error}")
+            continue
+        for mode in modes:
+            score = float(np.mean(scores[mode]))
+            if mode not in best or score > best[mode][0]:
+                best[mode] = (score, bridges[mode], scores[mode], learning[mode])
+    if set(best) != set(modes):
+        raise ValueError(f"routes: no route could be fitted on the pairs ({'; '.join(failures)})")
+    return (
+        {m: best[m][1] for m in modes},
+        {m: best[m][2] for m in modes},
+        {m: best[m][3] for m in modes},
     )
 
 
