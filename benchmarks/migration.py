@@ -11,7 +11,11 @@ documents, chosen by k-means coverage; a random 30% of them, at least 10, held o
 the query log is the queries of the re-embedded documents, embedded by both models (the held-out ones are only
 used by the certificate). Measured on the queries of the documents nobody re-embedded ("the rest"): Recall@10 of
 the re-embedded reference (new model end to end over all documents), of each mode's bridged setup and of the mode
-``fit`` chose; their ratio; and whether the certificate's 95% interval of Recall@10 covers the realised Recall@10.
+``fit`` chose; their ratio; whether the certificate's 95% interval of Recall@10 covers the realised Recall@10; the
+chosen mode refitted on every re-embedded item and query (``refit_migration``, what is deployed); and whether the
+certificate's decision (``small_index=0``: judged on its figures) names the best realised arrangement
+(``best_arrangement``: keep the old model within 0.01 of a full re-embed and not below the migration, migrate when
+it keeps ``KEEP`` of a full re-embed and beats the old model, else re-embed everything).
 
 **apply**: 1M x 768 float32 vectors (``.npy``) through a linear (ridge) bridge into a new ``.npy``, against a floor
 measured in the same run: the same chunks read, multiplied by the same matrix with numpy and written to a
