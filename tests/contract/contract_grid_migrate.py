@@ -429,6 +429,8 @@ def certify_cases() -> list[Case]:
         "level": (0, 1, 1.5, -0.5, math.nan, "0.95", None),
         "thresholds": ([math.nan], [5.0], [-3.0], "0.5", [None]),
         "threshold_space": ("nope", None),
+        "keep": (0, 1.5, math.nan, "0.9", None),
+        "small_index": (-1, 2.5, "10", None),
         "seed": (-1, 1.5),
         "holdout_ids": ((), [10**9], None),
     }
@@ -444,6 +446,23 @@ def certify_cases() -> list[Case]:
         )
     )
     return cases
+
+
+def refit_cases() -> list[Case]:
+    from latentstitch.migrate import refit_migration
+
+    migration = _fitted()[1]
+    target = "refit_migration"
+
+    def call(**changes: Any) -> Callable[[], Any]:
+        arguments = {"migration": migration, "inner_folds": 2, **_sample_arguments(**changes)}
+        arguments.pop("holdout_ids")
+        return lambda: refit_migration(**arguments)
+
+    cases = [Case("migrate", target, "clean", call(), check=_migration_check, must_succeed=True)]
+    cases += _vector_cases(target, call, VECTOR_CHANGES, lambda a, change: change in ACCEPTED_VECTORS, _migration_check)
+    bad = {"migration": (None, "migration.json"), "inner_folds": (1, 2.5, None), "seed": (-1, 1.5), "queries": (3,)}
+    return cases + _option_cases(target, call, bad)
 
 
 def apply_cases(workspace: Any) -> list[Case]:
@@ -963,6 +982,7 @@ def migrate_cases(workspace: Any) -> list[Case]:
         plan_cases()
         + fit_cases()
         + certify_cases()
+        + refit_cases()
         + apply_cases(workspace)
         + migration_file_cases(workspace)
         + plan_file_cases(workspace)

@@ -212,6 +212,14 @@ ESTIMATORS: dict[str, dict] = {
         "scale": 1,
         "maps": True,
     },
+    # latentstitch.stitching: ridge least squares with the alpha of least leave-one-out error (scikit-learn's RidgeCV)
+    "LeastSquaresLOO": {
+        "params": {},
+        "bad": {"alphas": [[-1.0], [0.0], [NAN], [], "0.1", [None]]},
+        "paired": True,
+        "scale": 1,
+        "maps": True,
+    },
     # latentstitch.bridge
     "Bridge": {
         "params": {"cv": 2},

@@ -97,3 +97,22 @@ def test_translator_names_its_sides_and_keeps_positional_calls(rng):
     np.testing.assert_array_equal(by_name.coef_, by_position.coef_)
     with pytest.raises(ValueError, match="source and target must have the same number of samples"):
         LatentTranslator().fit(a, b[:5])
+
+
+@pytest.mark.parametrize("rows, features", [(80, 20), (30, 50)])
+def test_leave_one_out_ridge_chooses_scikit_learns_ridgecv_alpha(rows, features):
+    from sklearn.linear_model import RidgeCV
+
+    from latentstitch.stitching import LeastSquaresLOO
+
+    generator = np.random.default_rng(rows)
+    a = generator.normal(size=(rows, features))
+    b = a @ generator.normal(size=(features, 6)) * 0.2 + generator.normal(size=(rows, 6)) + 3.0
+    alphas = np.logspace(-2, 3, 11)
+    reference = RidgeCV(alphas=alphas).fit(a, b)  # the reference value: its leave-one-out alpha
+    assert alphas[0] < reference.alpha_ < alphas[-1]  # chosen inside the grid, not at an edge
+    ours = LeastSquaresLOO(alphas=alphas).fit(a, b)
+    assert ours.alpha_ == reference.alpha_
+    np.testing.assert_allclose(ours.transform(a), reference.predict(a), atol=1e-8)
+    # torch inputs give the same map
+    assert LeastSquaresLOO(alphas=alphas).fit(torch.as_tensor(a), torch.as_tensor(b)).alpha_ == reference.alpha_

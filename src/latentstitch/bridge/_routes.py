@@ -51,6 +51,7 @@ from latentstitch.stitching import (
     LatentTranslator,
     LeastSquares,
     LeastSquaresCV,
+    LeastSquaresLOO,
     Procrustes,
     ReducedRank,
     ResidualAdapter,
@@ -365,6 +366,13 @@ register_route(
     lambda: LatentTranslator(LeastSquaresCV()),
     description="ridge least squares between the standard-scaled sides, the ridge chosen by its own 5-fold CV of "
     "R^2 on standard-scaled targets (the bridge's earlier default)",
+    blend=True,
+)
+register_route(
+    "ridge_loo",
+    lambda: LatentTranslator(LeastSquaresLOO(), standardize=False),
+    description="ridge least squares on the raw vectors with an intercept, the alpha of least leave-one-out error "
+    "(scikit-learn's RidgeCV, the map a user fits first; migrate tries it)",
     blend=True,
 )
 register_route(

@@ -240,6 +240,7 @@ def certify(args: argparse.Namespace, output: Path) -> int:
     with atomic_path(output, option="--output") as temporary:
         write_json(payload, temporary)
     print_tables(certificate.tables(), certificate.notes, compact=True)
+    print(f"decision: {certificate.decision['sentence']}")
     print(f"written: {output}, " + ", ".join(str(p) for p in charts.values()))
     return 0
 

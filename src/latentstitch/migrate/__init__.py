@@ -4,8 +4,11 @@
   point), with a held-out part for the certificate.
 - ``fit_migration(index_ids, old_vectors, sample_ids, sample_new, metric=...)``: a ``Migration`` with a query-side
   bridge (new queries -> old index) and a corpus-side one (old index -> new space), the mode chosen by
-  cross-validated MRR@10 over the whole index; ``queries=QuerySample(new, old, relevant)`` adds real queries.
-- ``certify_migration(...)``: a ``Certificate`` (Recall@1/@10, MRR@10, nDCG@10, top-10 overlap with bootstrap
+  cross-validated MRR@10 over the whole index; ``queries=QuerySample(new, old, relevant)`` adds real queries (the
+  mode then chosen on the labelled ones). ``refit_migration``: once certified, refitted on every re-embedded item.
+- ``certify_migration(...)``: a ``Certificate`` headed by its ``decision`` (``decide``: keep the old model, migrate,
+  re-embed everything, or cannot tell, on labelled queries or the overlap with a full re-embed's answers, with
+  intervals), then Recall@1/@10, MRR@10, nDCG@10, top-10 overlap with bootstrap
   intervals, threshold remapping, per-document confidence and the re-embedding curve).
 - ``apply_migration(migration, path, store, output)``: stream the old index into a new collection, resumable;
   ``client=`` runs the chunks on a Dask cluster (same bytes on the same kind of CPU), ``device=`` the bridge on a GPU.
@@ -18,7 +21,8 @@ The command line: ``latentstitch migrate plan|fit|certify|apply``.
 from latentstitch.migrate._apply import ApplyResult, apply_migration, work_folder
 from latentstitch.migrate._certify import certify_migration
 from latentstitch.migrate._confidence import confidence_curve, neighbourhood_agreement
-from latentstitch.migrate._fit import MigrationWarning, QuerySample, fit_migration, translation_routes
+from latentstitch.migrate._decision import CHOICES, KEEP, Decision, decide
+from latentstitch.migrate._fit import MigrationWarning, QuerySample, fit_migration, refit_migration, translation_routes
 from latentstitch.migrate._migration import MODES, Migration, metric_words
 from latentstitch.migrate._plan import STRATEGIES, MigrationPlan, budget_count, load_plan, plan_sample, save_plan
 from latentstitch.migrate._report import Certificate
@@ -26,12 +30,15 @@ from latentstitch.migrate._retrieval import METRICS, Interval, bootstrap_mean, p
 from latentstitch.migrate.stores import KINDS, StoreError, VectorStore, create_writer, open_store
 
 __all__ = [
+    "CHOICES",
+    "KEEP",
     "KINDS",
     "METRICS",
     "MODES",
     "STRATEGIES",
     "ApplyResult",
     "Certificate",
+    "Decision",
     "Interval",
     "Migration",
     "MigrationPlan",
@@ -45,6 +52,7 @@ __all__ = [
     "certify_migration",
     "confidence_curve",
     "create_writer",
+    "decide",
     "fit_migration",
     "load_plan",
     "metric_words",
@@ -54,6 +62,7 @@ __all__ = [
     "plan_sample",
     "prepare",
     "ranks",
+    "refit_migration",
     "save_plan",
     "search",
     "translation_routes",

@@ -23,8 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch._core.params import check_choice, check_probability, check_seed
+from latentstitch._core.params import check_choice, check_positive_int, check_probability, check_seed
 from latentstitch.migrate._confidence import confidence_curve, neighbourhood_agreement
+from latentstitch.migrate._decision import KEEP, SMALL_INDEX, decide
 from latentstitch.migrate._fit import QuerySample
 from latentstitch.migrate._inputs import (
     check_ids,
@@ -88,10 +89,10 @@ def _bridged_index(migration, old, fit_rows, fit_new):
     return migrated
 
 
-def _found(migration, mode, q_new, old, migrated):
+def _found(migration, mode, q_new, old, migrated, k=10):
     if mode == "query":
-        return search(migration.transform_queries(q_new), old, 10, migration.metric)
-    return search(q_new, migrated, 10, migration.metric)
+        return search(migration.transform_queries(q_new), old, k, migration.metric)
+    return search(q_new, migrated, k, migration.metric)
 
 
 def certify_migration(
@@ -107,10 +108,16 @@ def certify_migration(
     threshold_space: str = "old",
     store: Any = None,
     level: float = 0.95,
+    keep: float = KEEP,
+    small_index: int = SMALL_INDEX,
     seed: int = 0,
 ) -> Certificate:
     """Measure ``migration`` on the held-out re-embedded items (``holdout_ids``, a subset of ``sample_ids``); see
-    the module docstring. ``store``: an opened ``VectorStore`` whose own ANN search is also measured (query-side)."""
+    the module docstring. ``store``: an opened ``VectorStore`` whose own ANN search is also measured (query-side).
+    The certificate's ``decision`` (``migrate._decision.decide``: keep the old model, migrate, re-embed everything,
+    or cannot tell) reads the labelled queries when given, else the held-out items' overlap@10 with a full
+    re-embed; ``keep``: the share of a full re-embed's figure a migration must keep, ``small_index``: an index this
+    small is re-embedded rather than migrated when the migration loses anything measurable."""
     if not isinstance(migration, Migration):
         raise TypeError(
             f"migration: expected a Migration (fit_migration's result, or Migration.load(path)), got "
@@ -119,6 +126,8 @@ def certify_migration(
     check_seed(seed)
     check_choice(threshold_space, "threshold_space", ("old", "new"))
     level = check_probability(level, "level", low_open=True, high_open=True)
+    keep = check_probability(keep, "keep", low_open=True)
+    small_index = check_positive_int(small_index, "small_index", minimum=0)
     metric = migration.metric
     thresholds = check_thresholds(thresholds, metric)
     rng = np.random.default_rng(seed)
@@ -167,6 +176,20 @@ def certify_migration(
             store,
             index_ids,
         )
+    headline = "queries" if "queries" in sets else "documents"
+    figures = _headline_figures(
+        migration, old, migrated, new_by_row, sample_rows, *sets[headline], documents=headline == "documents"
+    )
+    decision = decide(
+        *figures,
+        mode=migration.mode,
+        labelled=headline == "queries",
+        n_index=len(old),
+        rng=rng,
+        level=level,
+        keep=keep,
+        small_index=small_index,
+    )
     remapped = _thresholds(migration, old, migrated, new_by_row, sample_rows, sets, thresholds, threshold_space, rng)
     curve, confidence_summary = None, None
     if migrated is not None:
@@ -191,7 +214,39 @@ def certify_migration(
         curve=curve,
         notes=list(migration.notes) + [w for w in [migration.learning_words()] if w],
         learning=migration.learning.get(migration.mode),
+        decision=decision.to_dict(),
     )
+
+
+def _headline_figures(migration, old, migrated, new_by_row, sample_rows, q_new, q_old, relevant, documents):
+    """Per query of the headline set, over the re-embedded sample: the figure of the migration (chosen mode), of
+    the old model end to end and of a full re-embed. Labelled queries: Recall@10. The held-out items as queries:
+    the overlap of the top 10 (the item itself left out) with the full re-embed's top 10 (``decide``)."""
+    metric = migration.metric
+    in_sample = np.isin(relevant, sample_rows)
+    q_new, q_old, relevant = q_new[in_sample], q_old[in_sample], relevant[in_sample]
+    local = {int(r): i for i, r in enumerate(sample_rows)}
+    rel_local = np.array([local[int(r)] for r in relevant], dtype=np.int64)
+    sub_migrated = None if migrated is None else migrated[sample_rows]
+    found = {
+        "migrated": lambda k: _found(migration, migration.mode, q_new, old[sample_rows], sub_migrated, k),
+        "old": lambda k: search(q_old, old[sample_rows], k, metric),
+        "reembedded": lambda k: search(q_new, new_by_row[sample_rows], k, metric),
+    }
+    if not documents:
+        return [(ranks(found[name](10), rel_local) <= 10).astype(float) for name in ("migrated", "old", "reembedded")]
+    lists = {name: _without_self(search_k(11), rel_local) for name, search_k in found.items()}
+    return [overlap(lists[name], lists["reembedded"]) for name in ("migrated", "old", "reembedded")]
+
+
+def _without_self(top: np.ndarray, self_rows: np.ndarray) -> np.ndarray:
+    """Each row's top list without the query's own item, cut to one shorter than the list searched (10)."""
+    k = top.shape[1] - 1
+    out = np.empty((len(top), k), dtype=top.dtype)
+    for i, (row, own) in enumerate(zip(top, self_rows, strict=True)):
+        rest = row[row != own]
+        out[i] = rest[:k]
+    return out
 
 
 def _measure_set(

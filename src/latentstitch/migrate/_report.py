@@ -29,6 +29,8 @@ class Certificate:
     curve: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     learning: dict[str, Any] | None = None
+    #: Which arrangement to choose (``migrate._decision.Decision.to_dict``): the headline.
+    decision: dict[str, Any] | None = None
 
     def recall10(self, query_set: str = "documents") -> dict[str, float]:
         """The chosen mode's whole-index Recall@10 interval (what the untouched rest of the corpus will see)."""
@@ -38,6 +40,7 @@ class Certificate:
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "migration",
+            "decision": self.decision,
             "mode": self.mode,
             "metric": self.metric,
             "metric_assumed": self.metric_assumed,
@@ -56,6 +59,19 @@ class Certificate:
 
     def tables(self) -> list[dict[str, Any]]:
         out = []
+        if self.decision:
+            d = self.decision
+            out.append(
+                table(
+                    f"decision: {d['choice']}",
+                    ["arrangement", d["measure"], "interval"],
+                    [
+                        [k, f"{v['mean']:.3f}", f"[{v['low']:.3f}, {v['high']:.3f}]"]
+                        for k, v in d["arrangements"].items()
+                    ],
+                    d["sentence"] + f" {self.level:.0%} intervals over queries; the three on the re-embedded sample.",
+                )
+            )
         for name, measured in self.measures.items():
             for universe, title in (("whole_index", "whole index"), ("sample", "re-embedded sample")):
                 rows = []

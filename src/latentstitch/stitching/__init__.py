@@ -20,7 +20,8 @@ Every stitcher (and every map of ``latentstitch.alignment``) is an ``AffineMap``
 fitted ``coef_`` / ``intercept_`` and provides ``transform``, ``score``, ``to_torch``, ``save`` and ``load``.
 
 Estimators: ``LeastSquares`` (``pinv([A, 1]) B``, optionally ridge in scale-free units), ``LeastSquaresCV`` (the ridge
-chosen by cross-validation, ``ridge_path``: every ridge from one eigendecomposition per fold), ``Procrustes``
+chosen by cross-validation, ``ridge_path``: every ridge from one eigendecomposition per fold), ``LeastSquaresLOO``
+(scikit-learn's ``RidgeCV``: the alpha of least leave-one-out error, raw rows, an intercept), ``Procrustes``
 (orthogonal), ``ReducedRank`` (rank-k), ``SparseLasso`` (L1), and ``LatentTranslator`` (standard-scale, fit a
 stitcher on anchors, unscale).
 
@@ -77,7 +78,7 @@ from latentstitch.stitching._multilayer import MultiStitchedModel, run_segment, 
 from latentstitch.stitching._nulls import NULLS, fit_direct_null, stitch_nulls
 from latentstitch.stitching._procrustes import Procrustes
 from latentstitch.stitching._reduced_rank import ReducedRank
-from latentstitch.stitching._ridge import DEFAULT_RIDGES, LeastSquaresCV, RidgePath, ridge_path
+from latentstitch.stitching._ridge import DEFAULT_RIDGES, LeastSquaresCV, LeastSquaresLOO, RidgePath, ridge_path
 from latentstitch.stitching._sparsity import SparsityResult, sparsity_sweep
 from latentstitch.stitching._store import ActivationStore
 from latentstitch.stitching._sweep import SweepResult, plot_sweep, sweep
@@ -96,6 +97,7 @@ __all__ = [
     "LatentTranslator",
     "LeastSquares",
     "LeastSquaresCV",
+    "LeastSquaresLOO",
     "LowRankStitch",
     "MultiStitchedModel",
     "Procrustes",
