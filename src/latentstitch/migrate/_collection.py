@@ -227,7 +227,12 @@ class LanceCollection(NewCollection):
         db = self.lib.connect(str(self.path))
         listed = db.list_tables()
         names = list(getattr(listed, "tables", listed))
-        return db.open_table(self.table_name) if self.table_name in names else None
+        if self.table_name not in names:
+            return None
+        try:
+            return db.open_table(self.table_name)
+        except ValueError:  # listed while another search was creating it (read outside the lock): not there yet
+            return None
 
     def _all(self) -> tuple[np.ndarray, np.ndarray]:
         table = self._table()
