@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -28,8 +28,8 @@ from latentstitch.migrate._collection import NewCollection, open_collection
 from latentstitch.migrate._retrieval import prepare
 from latentstitch.migrate.stores import StoreError, VectorStore, open_store
 
-if TYPE_CHECKING:
-    from latentstitch.migrate._migration import Migration
+#: A fitted ``Migration`` (not imported here: ``Migration.search`` imports this module).
+Migration = Any
 
 
 @dataclass(frozen=True)
@@ -119,8 +119,10 @@ def cascade_search(
     depth: int = 100,
     new_vectors: Callable[[np.ndarray], Any] | None = None,
     device: str | None = None,
+    write: bool = True,
 ) -> CascadeResult:
-    """``Migration.search``: see the module's docstring."""
+    """``Migration.search``: see the module's docstring. ``write=False`` (a measurement: ``depth_curve``) computes
+    the missing candidates' vectors without writing them or counting the search in the collection's usage."""
     k = check_positive_int(k, "k")
     depth = check_positive_int(depth, "depth")
     if k > depth:
@@ -138,10 +140,11 @@ def cascade_search(
     if len(missing):
         computed = _computed(new_vectors, missing, migration.new_dimension)
         vectors[~found] = computed
-        written = collection.add_missing(missing, computed)
-    collection.record(
-        searches=1, queries=len(queries), candidates=len(unique), reused=int(found.sum()), embedded=len(missing)
-    )
+        written = collection.add_missing(missing, computed) if write else 0
+    if write:
+        collection.record(
+            searches=1, queries=len(queries), candidates=len(unique), reused=int(found.sum()), embedded=len(missing)
+        )
     top_ids, top_scores = rank(migration.metric, queries, ids, mask, vectors, inverse, k)
     return CascadeResult(top_ids, top_scores, len(unique), int(found.sum()), len(missing), written)
 
@@ -172,6 +175,48 @@ def rank(
     order = best.indices.numpy()
     values = best.values.numpy().astype(np.float64)
     return np.take_along_axis(ids, order, axis=1), (-values if metric == "l2" else values)
+
+
+def depth_curve(
+    migration: Migration,
+    new_queries: Any,
+    depths: Any,
+    *,
+    store: Any,
+    new_store: Any,
+    new_vectors: Callable[[np.ndarray], Any] | None = None,
+    relevant: Any = None,
+    reference: Any = None,
+    k: int = 10,
+) -> list[dict[str, float]]:
+    """The cascade's quality against its depth, measured without writing the new collection: per depth, Recall@k of
+    the labelled ``relevant`` id of each query, and/or overlap@k with ``reference`` ((n, k) ids: the full re-embed's
+    own top-k); with the distinct candidates the queries touched and their share of the index."""
+    if relevant is None and reference is None:
+        raise ValueError("relevant: give the queries' relevant ids, or reference, the full re-embed's top-k ids")
+    opened = _open_old(store)
+    rows = []
+    for depth in depths:
+        result = cascade_search(
+            migration,
+            new_queries,
+            k,
+            store=opened,
+            new_store=new_store,
+            depth=depth,
+            new_vectors=new_vectors,
+            write=False,
+        )
+        found = result.ids.astype(str)
+        row = {"depth": int(depth), "candidates": result.candidates, "share": result.candidates / opened.count}
+        if relevant is not None:
+            wanted = np.asarray(relevant).astype(str)
+            row[f"recall@{k}"] = float((found == wanted[:, None]).any(axis=1).mean())
+        if reference is not None:
+            truth = np.asarray(reference).astype(str)[:, :k]
+            row[f"overlap@{k}"] = float(np.mean([len(set(a) & set(b)) / k for a, b in zip(found, truth, strict=True)]))
+        rows.append(row)
+    return rows
 
 
 @dataclass(frozen=True)
@@ -215,7 +260,7 @@ class CascadeStatus:
         )
         return (
             f"re-embedded: {self.present:,} of {self.total:,} ids ({self.share:.1%}), over {self.usage['queries']:,} "
-            f"queries in {self.usage['searches']:,} searches{reuse}; {done}"
+            f"queries in {self.usage['searches']:,} search{'' if self.usage['searches'] == 1 else 'es'}{reuse}; {done}"
         )
 
 
@@ -227,4 +272,4 @@ def cascade_status(store: Any, new_store: NewCollection) -> CascadeStatus:
     return CascadeStatus(new_store.count_present(), opened.count, new_store.usage())
 
 
-__all__ = ["CascadeResult", "CascadeStatus", "StoreError", "cascade_search", "cascade_status", "rank"]
+__all__ = ["CascadeResult", "CascadeStatus", "StoreError", "cascade_search", "cascade_status", "depth_curve", "rank"]
