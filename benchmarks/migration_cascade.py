@@ -7,9 +7,10 @@ The protocol (fixed before its first run): per seed, ``plan_sample`` (k-means) c
 to re-embed up front (30% of them held out of the fit, as ``migrate plan`` does), ``fit_migration`` fits on them
 with their queries as the query log (unlabelled; ``benchmarks migration``'s quality protocol), and the new collection
 starts holding the re-embedded documents' new vectors. ``--queries`` queries of the documents nobody re-embedded
-(drawn with the seed) are then served in batches of 100 through the cascade at each depth, each depth from the same
-starting collection; the candidates' new vectors come from the cached MiniLM-L6 embeddings (their encoding time is
-left out of the timings and reported apart: ``--encode-sample`` texts through MiniLM-L6).
+(drawn with the seed) are then served in batches of 100 through the cascade at each depth (the new collection
+opened once, as a server keeps it), each depth from the same starting collection; the candidates' new vectors come
+from the cached MiniLM-L6 embeddings (their encoding time is left out of the timings and reported apart:
+``--encode-sample`` texts through MiniLM-L6).
 
 Measured: Recall@10 of the cascade, of the full re-embed (the new model over every document) and of doing nothing
 (the old model end to end); the cascade's retention (its Recall@10 / the full re-embed's) and its top-10 overlap with
@@ -72,7 +73,7 @@ def _old_store(kind: str, folder: Path, vectors: np.ndarray) -> Path:
     return path
 
 
-def _serve(migration, store, new_path, queries, depth, new_d):
+def _serve(migration, store, collection, queries, depth, new_d):
     """Every query through the cascade in batches; its answers, seconds spent outside ``new_vectors``, and the
     seconds ``new_vectors`` took (a lookup of cached vectors here: subtracted)."""
     spent = [0.0]
@@ -87,7 +88,7 @@ def _serve(migration, store, new_path, queries, depth, new_d):
     start = time.perf_counter()
     for first in range(0, len(queries), BATCH):
         result = migration.search(
-            queries[first : first + BATCH], 10, store=store, new_store=new_path, depth=depth, new_vectors=new_vectors
+            queries[first : first + BATCH], 10, store=store, new_store=collection, depth=depth, new_vectors=new_vectors
         )
         answers.append(result.ids.astype(np.int64))
     total = time.perf_counter() - start
@@ -173,9 +174,9 @@ def one_seed(seed, args, old_q, old_d, new_q, new_d, depths, kinds):
                 shutil.copy(start_path, new_path)
                 collection = open_collection(new_path, store, migration.new_dimension, "cosine")
                 before = collection.count_present()
-                top, cold = _serve(migration, store, new_path, queries, depth, new_d)
+                top, cold = _serve(migration, store, collection, queries, depth, new_d)
                 touched = collection.count_present() - before
-                again, warm = _serve(migration, store, new_path, queries, depth, new_d)
+                again, warm = _serve(migration, store, collection, queries, depth, new_d)
                 assert (again == top).all()  # the warm pass reads what the cold one wrote: the same answers
                 recall = float(per_query(ranks(top, asked))["recall@10"].mean())
                 overlap = float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(top, full_top, strict=True)]))

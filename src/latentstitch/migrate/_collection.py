@@ -180,14 +180,22 @@ class FaissCollection(NewCollection):
 
     def _held(self) -> tuple[Any, Any, np.ndarray]:
         """The index file's owning object, its id-map view (which points into the owner: both are kept together)
-        and its ids."""
-        if not self.path.exists():
+        and its ids. Read again only when the file changed: every write replaces it (a new inode), so its stat
+        tells a new version from the one held."""
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
             return None, None, np.zeros(0, np.int64)
-        owner = self._read()
-        index = self.lib.downcast_index(owner)
-        if not hasattr(index, "id_map"):
-            raise self.error("is not a FAISS index with an id map (not a collection written by migrate search)")
-        return owner, index, self.lib.vector_to_array(index.id_map)
+        version = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        cached = getattr(self, "_cached", None)  # one read of it: another thread may replace it meanwhile
+        if cached is None or cached[0] != version:
+            owner = self._read()
+            index = self.lib.downcast_index(owner)
+            if not hasattr(index, "id_map"):
+                raise self.error("is not a FAISS index with an id map (not a collection written by migrate search)")
+            cached = (version, owner, index, self.lib.vector_to_array(index.id_map))
+            self._cached = cached
+        return cached[1:]
 
     def lookup(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ids = np.asarray(ids).astype(np.int64)
@@ -201,6 +209,7 @@ class FaissCollection(NewCollection):
 
     def _write(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         owner, index, _ = self._held()
+        self._cached = None  # the object below is changed: the next read takes the file written
         if index is None:
             metric = self.lib.METRIC_L2 if self.metric == "l2" else self.lib.METRIC_INNER_PRODUCT
             index = self.lib.IndexIDMap2(self.lib.IndexFlat(self.dimension, metric))
@@ -234,17 +243,25 @@ class LanceCollection(NewCollection):
         except ValueError:  # listed while another search was creating it (read outside the lock): not there yet
             return None
 
-    def _all(self) -> tuple[np.ndarray, np.ndarray]:
+    def _rows(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The table's rows of ``ids`` (a filter per 1,000 ids: the table is not read whole)."""
         table = self._table()
-        if table is None:
+        if table is None or not len(ids):
             return np.zeros(0), np.zeros((0, self.dimension), np.float32)
-        data = table.to_arrow()
-        ids = data.column("id").to_numpy()
-        flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
-        return ids, flat.astype(np.float32, copy=False).reshape(len(ids), self.dimension)
+        got_ids, got = [], []
+        for start in range(0, len(ids), 1000):
+            part = np.asarray(ids[start : start + 1000]).tolist()
+            listed = ", ".join(
+                str(int(v)) if isinstance(v, (int, np.integer)) else "'" + str(v).replace("'", "''") + "'" for v in part
+            )
+            data = table.search().where(f"id IN ({listed})").select(["id", "vector"]).limit(None).to_arrow()
+            got_ids.append(data.column("id").to_numpy())
+            flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+            got.append(flat.astype(np.float32, copy=False).reshape(len(data), self.dimension))
+        return np.concatenate(got_ids), np.concatenate(got)
 
     def lookup(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        held_ids, held = self._all()
+        held_ids, held = self._rows(np.asarray(ids))
         ids = np.asarray(ids)
         vectors = np.full((len(ids), self.dimension), np.nan, np.float32)
         where = {value: row for row, value in enumerate(held_ids.tolist())}

@@ -269,8 +269,9 @@ class Migration:
         device: str | None = None,
     ) -> Any:
         """Cascade search (``migrate._cascade``): the query-side bridge recalls ``depth`` candidates per new-model
-        query from the old ``store`` (its own search), their new vectors come from ``new_store`` (a path: the new
-        collection) or from ``new_vectors(ids)``, which are then written there, and the new model ranks them. Returns
+        query from the old ``store`` (its own search), their new vectors come from ``new_store`` (the new
+        collection: a path, or a ``NewCollection`` from ``open_collection``, which a server keeps open across
+        searches) or from ``new_vectors(ids)``, which are then written there, and the new model ranks them. Returns
         a ``CascadeResult`` (``ids``, ``scores`` (n, k), and what was reused and embedded)."""
         from latentstitch.migrate._cascade import cascade_search
 
