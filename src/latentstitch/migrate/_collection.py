@@ -193,19 +193,29 @@ class FaissCollection(NewCollection):
             index = self.lib.downcast_index(owner)
             if not hasattr(index, "id_map"):
                 raise self.error("is not a FAISS index with an id map (not a collection written by migrate search)")
-            cached = (version, owner, index, self.lib.vector_to_array(index.id_map))
+            held = self.lib.vector_to_array(index.id_map)
+            vectors = self.lib.downcast_index(index.index).reconstruct_n(0, index.ntotal) if len(held) else None
+            order = np.argsort(held, kind="stable")
+            cached = (version, owner, index, held, vectors, order)
             self._cached = cached
-        return cached[1:]
+        return cached[1:4]
+
+    def _vectors_of(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which ``ids`` the index holds, and their vectors (NaN rows where not): one sorted search, no loop."""
+        if self._held()[0] is None:
+            return np.zeros(len(ids), bool), np.full((len(ids), self.dimension), np.nan, np.float32)
+        cached = self._cached
+        vectors = np.full((len(ids), self.dimension), np.nan, np.float32)
+        if cached is None or cached[4] is None:
+            return np.zeros(len(ids), bool), vectors
+        held, stored, order = cached[3], cached[4], cached[5]
+        where = np.clip(np.searchsorted(held[order], ids), 0, len(held) - 1)
+        found = held[order][where] == ids
+        vectors[found] = stored[order[where[found]]]
+        return found, vectors
 
     def lookup(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        ids = np.asarray(ids).astype(np.int64)
-        owner, index, held = self._held()
-        vectors = np.full((len(ids), self.dimension), np.nan, np.float32)
-        found = np.isin(ids, held)
-        for row in np.flatnonzero(found):
-            vectors[row] = index.reconstruct(int(ids[row]))
-        del owner  # only now: the view ``index`` was read
-        return found, vectors
+        return self._vectors_of(np.asarray(ids).astype(np.int64))
 
     def _write(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         owner, index, _ = self._held()
