@@ -13,9 +13,10 @@ import numpy as np
 
 from latentstitch._core.atomic import atomic_path
 from latentstitch._core.tables import print_tables, table, write_json
+from latentstitch.cli._migrate_steps import _store
 from latentstitch.cli.options import UsageError, option_errors
 from latentstitch.embeddings import open_embeddings
-from latentstitch.migrate import Migration, cascade_status, depth_curve, open_collection, open_store
+from latentstitch.migrate import Migration, cascade_status, depth_curve, open_collection
 from latentstitch.migrate import search as exact_search
 
 OPTIONS = {
@@ -38,14 +39,7 @@ def run(args: argparse.Namespace, output: Path | None) -> int:
 
 def _opened(args: argparse.Namespace):
     migration = Migration.load(args.migration, "MIGRATION")
-    store = open_store(
-        args.index,
-        kind=args.kind,
-        collection=args.collection,
-        metric=args.metric,
-        id_column=args.id_column,
-        option="INDEX",
-    )
+    store = _store(args)  # as the other migrate actions open INDEX
     migration.check_index(store)
     collection = open_collection(
         args.new_collection, store, migration.new_dimension, migration.metric, kind=args.new_kind, option="NEW"
