@@ -66,6 +66,7 @@ class NewCollection:
     def add_missing(self, ids: np.ndarray, vectors: np.ndarray) -> int:
         """Under the lock: write the rows of ``ids`` the collection does not hold yet; how many were written."""
         with self.locked():
+            self.forget()  # under the lock, only what is on disk now counts
             found, _ = self.lookup(ids)
             if found.all():
                 return 0
@@ -74,6 +75,9 @@ class NewCollection:
 
     def _write(self, ids: np.ndarray, vectors: np.ndarray) -> None:
         raise NotImplementedError
+
+    def forget(self) -> None:
+        """Drop what is cached of the collection (read again from disk next time)."""
 
     def count_present(self) -> int:
         raise NotImplementedError
@@ -180,13 +184,15 @@ class FaissCollection(NewCollection):
 
     def _held(self) -> tuple[Any, Any, np.ndarray]:
         """The index file's owning object, its id-map view (which points into the owner: both are kept together)
-        and its ids. Read again only when the file changed: every write replaces it (a new inode), so its stat
-        tells a new version from the one held."""
+        and its ids. Outside the lock, read again only when the file's stat changed (every write replaces it);
+        a stat can repeat (a reused inode, the same size, a coarse clock: seen with three processes), so a writer
+        holding the lock reads the file afresh (``forget``) and a stale read outside it only misses ids that a later
+        check under the lock finds."""
         try:
             stat = self.path.stat()
         except FileNotFoundError:
             return None, None, np.zeros(0, np.int64)
-        version = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        version = (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
         cached = getattr(self, "_cached", None)  # one read of it: another thread may replace it meanwhile
         if cached is None or cached[0] != version:
             owner = self._read()
@@ -199,6 +205,9 @@ class FaissCollection(NewCollection):
             cached = (version, owner, index, held, vectors, order)
             self._cached = cached
         return cached[1:4]
+
+    def forget(self) -> None:
+        self._cached = None
 
     def _vectors_of(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Which ``ids`` the index holds, and their vectors (NaN rows where not): one sorted search, no loop."""
