@@ -445,6 +445,11 @@ CLI: dict[str, list[tuple[list[str], str]]] = {
         (["plan", "{source}", "--budget", "0.1", "-o", "{source}"], "--output"),  # an input (issue 27)
         (["fit", "{source}", "{missing}", "-o", "{out}/m.json"], "{missing}"),
         (["apply", "{missing}", "{source}", "-o", "{out}/n.npy"], "{missing}"),
+        (["search", "{missing}", "{source}", "{out}/n.npy", "{source}"], "{missing}"),
+        (["search", "{source}", "{source}", "{out}/n.npy", "{source}", "--depth", "0"], "--depth"),
+        (["search", "{source}", "{source}", "{out}/n.npy", "{source}", "-k", "x"], "-k"),
+        (["status", "{source}", "{source}", "{out}/n.npy", "--depths", "0"], "--depths"),
+        (["status", "{source}", "{source}", "{out}/n.npy", "--queries-relevant", "id"], "--queries-relevant"),
         (["nope"], "nope"),
     ],
     "report": [

@@ -180,6 +180,7 @@ def fit(args: argparse.Namespace, output: Path) -> int:
         folds=args.folds,
         seed=args.seed,
     )
+    migration.record_index(store)  # apply and search refuse another index
     with option_errors({"path": "--output"}):
         migration.save(output)
     summary = migration.to_dict()

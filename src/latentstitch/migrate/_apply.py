@@ -248,6 +248,7 @@ def _check_migration(migration: Migration, store: VectorStore) -> None:
             f"store: {store.describe()} has {store.dimension} features; the migration was fitted on "
             f"{migration.old_dimension}"
         )
+    migration.check_index(store)  # the index fitted on (size and digest), when the migration recorded it
 
 
 def _warn_other_metric(migration: Migration, store: VectorStore) -> None:
