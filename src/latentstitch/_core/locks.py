@@ -46,15 +46,20 @@ def _holder(path: Path) -> str:
 
 
 @contextlib.contextmanager
-def hold_lock(path: str | os.PathLike, busy: str) -> Iterator[None]:
+def hold_lock(path: str | os.PathLike, busy: str, wait: float = 0.0) -> Iterator[None]:
     """Hold the exclusive lock on the file ``path`` (created when missing) for the block. Raises ``FolderBusy``
-    with ``busy`` and the holder (``"... (process 123, started ...)"``) when a live process holds it."""
+    with ``busy`` and the holder (``"... (process 123, started ...)"``) when a live process holds it, at once or,
+    with ``wait`` (seconds), once it has held it that long (short writers that take turns: the cascade's
+    write-back)."""
     path = Path(os.fspath(path))
+    deadline = time.monotonic() + wait
     for _ in range(10):
         descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if not _try_lock(descriptor):
-            os.close(descriptor)
-            raise FolderBusy(f"{busy} ({_holder(path)})")
+        while not _try_lock(descriptor):
+            if time.monotonic() >= deadline:
+                os.close(descriptor)
+                raise FolderBusy(f"{busy} ({_holder(path)})")
+            time.sleep(0.005)
         try:
             same = os.path.samestat(os.fstat(descriptor), os.stat(path))
         except OSError:  # the holder removed the file as we locked it

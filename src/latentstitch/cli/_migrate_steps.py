@@ -117,6 +117,7 @@ def fit(args: argparse.Namespace, output: Path) -> int:
         folds=args.folds,
         seed=args.seed,
     )
+    migration.record_index(store)  # apply and search refuse another index
     migration.save(output)
     summary = migration.to_dict()
     rows = [

@@ -5,6 +5,8 @@
     latentstitch migrate fit INDEX SAMPLE --plan plan.csv -o migration.json
     latentstitch migrate certify migration.json INDEX SAMPLE --plan plan.csv -o certificate.json
     latentstitch migrate apply migration.json INDEX -o NEW_INDEX --sample SAMPLE
+    latentstitch migrate search migration.json INDEX NEW QUERIES --new-vectors FILE   (cascade: see below)
+    latentstitch migrate status migration.json INDEX NEW
 
 INDEX: a FAISS index file (flat, IVF, HNSW; bare or with an id map), a LanceDB table folder, a Chroma persistent
 folder, a Qdrant local folder, a Milvus Lite .db file, or an embedding file (.npy, .parquet, .npz, ...), with the
@@ -13,7 +15,10 @@ query-side bridge (new queries -> the old index, untouched) and a corpus-side on
 and chooses by cross-validated MRR@10 over the whole index. certify measures the chosen setup on the held-out items
 against the old model and the re-embedded reference, with bootstrap intervals, writes a certificate JSON and its
 charts (shown by `latentstitch report`). apply streams the old index into a NEW collection (the old one is never
-modified), resumable: run the same command again after an interruption.
+modified), resumable: run the same command again after an interruption. search is the cascade: new-model QUERIES
+are bridged into the old index, which recalls --depth candidates; the new model ranks them, their new vectors read
+from NEW or computed (--new-vectors, or --documents with --encoder) and written to NEW, which fills as queries come;
+status says how far NEW is filled (and, with --queries-new, the cascade's quality by depth).
 
 Metrics: an index's own (FAISS, the databases); --metric for files. With cosine the bridges read and write unit
 vectors; with ip and l2 raw vectors.
@@ -162,9 +167,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output, which they must all reach",
     )
     add_run_options(apply)
+    from latentstitch.cli import _migrate_search
+
+    _migrate_search.add_arguments(actions, _sub, _index_options, add_run_options)
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.action in ("search", "status"):
+        from latentstitch.cli import _migrate_search
+
+        pin_threads(args)
+        return _migrate_search.main(args)
     input_file(args.index, "INDEX")
     if getattr(args, "migration", None):
         input_file(args.migration, "MIGRATION")

@@ -9,14 +9,19 @@
   intervals, threshold remapping, per-document confidence and the re-embedding curve).
 - ``apply_migration(migration, path, store, output)``: stream the old index into a new collection, resumable;
   ``client=`` runs the chunks on a Dask cluster (same bytes on the same kind of CPU), ``device=`` the bridge on a GPU.
+- ``Migration.search(new_queries, k, store=, new_store=, depth=, new_vectors=)``: cascade search, the query-side
+  bridge recalls candidates from the old store, the new model ranks them, their new vectors written to the new
+  collection as they are computed (``cascade_status``: how far it is filled; ``depth_curve``: quality by depth).
 - ``stores.open_store(path)``: FAISS, LanceDB, Chroma, Qdrant (local), Milvus Lite and embedding files behind one
   protocol.
 
-The command line: ``latentstitch migrate plan|fit|certify|apply``.
+The command line: ``latentstitch migrate plan|fit|certify|apply|search|status``.
 """
 
 from latentstitch.migrate._apply import ApplyResult, apply_migration, work_folder
+from latentstitch.migrate._cascade import CascadeResult, CascadeStatus, cascade_status, depth_curve
 from latentstitch.migrate._certify import certify_migration
+from latentstitch.migrate._collection import COLLECTION_KINDS, NewCollection, open_collection
 from latentstitch.migrate._confidence import confidence_curve, neighbourhood_agreement
 from latentstitch.migrate._fit import MigrationWarning, QuerySample, fit_migration, translation_routes
 from latentstitch.migrate._migration import MODES, Migration, metric_words
@@ -26,29 +31,36 @@ from latentstitch.migrate._retrieval import METRICS, Interval, bootstrap_mean, p
 from latentstitch.migrate.stores import KINDS, StoreError, VectorStore, create_writer, open_store
 
 __all__ = [
+    "COLLECTION_KINDS",
     "KINDS",
     "METRICS",
     "MODES",
     "STRATEGIES",
     "ApplyResult",
+    "CascadeResult",
+    "CascadeStatus",
     "Certificate",
     "Interval",
     "Migration",
     "MigrationPlan",
     "MigrationWarning",
+    "NewCollection",
     "QuerySample",
     "StoreError",
     "VectorStore",
     "apply_migration",
     "bootstrap_mean",
     "budget_count",
+    "cascade_status",
     "certify_migration",
     "confidence_curve",
     "create_writer",
+    "depth_curve",
     "fit_migration",
     "load_plan",
     "metric_words",
     "neighbourhood_agreement",
+    "open_collection",
     "open_store",
     "per_query",
     "plan_sample",

@@ -134,6 +134,7 @@ def apply_migration(
             f"store: {store.describe()} has {store.dimension} features; the migration was fitted on "
             f"{migration.old_dimension}"
         )
+    migration.check_index(store)  # the index fitted on (size and digest), when the migration recorded it
     chunk_rows = check_positive_int(chunk_rows, "chunk_rows")
     if client is None:
         check_device(device, "device")  # on a cluster, each worker checks its own

@@ -82,6 +82,9 @@ class Migration:
     #: The re-embedded ids held out of the fit (as text), for ``certify_migration`` to check that it measures only
     #: them; None for a migration file written before they were kept.
     holdout_ids: list[str] | None = None
+    #: The index the migration was fitted on: its ``count`` of vectors, ``sha256`` (``VectorStore.fingerprint``) and
+    #: ``kind`` (``record_index``); ``apply`` and ``search`` refuse another index. None when not recorded.
+    index: dict[str, Any] | None = None
 
     def learning_gain(self, mode: str | None = None) -> tuple[CurveMeasure, float] | None:
         """The learning curve's measure and its gain over the last doubling of the pairs (per doubling), or None
@@ -166,6 +169,7 @@ class Migration:
             "notes": self.notes,
             "learning": self.learning,
             **({} if self.holdout_ids is None else {"holdout_ids": self.holdout_ids}),
+            **({} if self.index is None else {"index": self.index}),
         }
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -204,6 +208,7 @@ class Migration:
                 notes=list(payload.get("notes", [])),
                 learning=_learning(payload.get("learning", {}), name),
                 holdout_ids=_holdout(payload.get("holdout_ids"), name),
+                index=_index_record(payload.get("index"), name),
             )
         except (KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"{name}: {str(source)!r} lacks the field {error} of a migration file") from None
@@ -225,6 +230,54 @@ class Migration:
             )
         _check_whole(migration, payload, where)
         return migration
+
+    def record_index(self, store: Any) -> Migration:
+        """Record the index fitted on (an opened ``VectorStore``): its size and digest, checked by ``check_index``."""
+        self.index = {"count": int(store.count), "sha256": _store_digest(store), "kind": store.kind}
+        return self
+
+    def check_index(self, store: Any) -> None:
+        """Refuse (``StoreError`` naming the store) an index other than the one the migration was fitted on: another
+        size or another digest. A migration that recorded none (written before, or fitted outside ``migrate fit``
+        without ``record_index``) checks the width only."""
+        from latentstitch.migrate.stores import StoreError
+
+        if store.dimension != self.old_dimension:
+            raise store.error(
+                f"holds {store.dimension}-dimensional vectors; the migration was fitted on an index of "
+                f"{self.old_dimension} (another model's index?)"
+            )
+        if self.index is None:
+            return
+        fitted = f"{self.index['count']:,} vectors, sha256 {self.index['sha256'][:12]}"
+        if int(store.count) != self.index["count"] or _store_digest(store) != self.index["sha256"]:
+            got = f"{store.count:,} vectors, sha256 {_store_digest(store)[:12]}"
+            raise StoreError(
+                f"{store.option}: {str(store.path)!r} is not the index this migration was fitted on ({got}; fitted on "
+                f"{fitted}): give that index, or fit a migration on this one"
+            )
+
+    def search(
+        self,
+        new_queries: Any,
+        k: int = 10,
+        *,
+        store: Any,
+        new_store: Any,
+        depth: int = 100,
+        new_vectors: Any = None,
+        device: str | None = None,
+    ) -> Any:
+        """Cascade search (``migrate._cascade``): the query-side bridge recalls ``depth`` candidates per new-model
+        query from the old ``store`` (its own search), their new vectors come from ``new_store`` (the new
+        collection: a path, or a ``NewCollection`` from ``open_collection``, which a server keeps open across
+        searches) or from ``new_vectors(ids)``, which are then written there, and the new model ranks them. Returns
+        a ``CascadeResult`` (``ids``, ``scores`` (n, k), and what was reused and embedded)."""
+        from latentstitch.migrate._cascade import cascade_search
+
+        return cascade_search(
+            self, new_queries, k, store=store, new_store=new_store, depth=depth, new_vectors=new_vectors, device=device
+        )
 
     def bridge_sha256(self, path: str | os.PathLike) -> dict[str, str]:
         """The sha256 of the migration file and of its bridge files (for apply's manifest)."""
@@ -329,6 +382,29 @@ def _check_whole(migration: Migration, payload: dict[str, Any], where: str) -> N
                 f"{where}: its {mode}-side bridge is a {bridge.route_!r} bridge; the header names {routes[mode]!r} "
                 "(bridge files swapped, or from another migration?)"
             )
+
+
+def _store_digest(store: Any) -> str:
+    """``store.fingerprint()``, computed once per opened store (it reads every byte of the index)."""
+    digest = getattr(store, "_latentstitch_digest", None)
+    if digest is None:
+        digest = store.fingerprint()
+        store._latentstitch_digest = digest
+    return digest
+
+
+def _index_record(value: Any, name: str) -> dict[str, Any] | None:
+    """A migration file's record of its index (absent in files written before it was kept: None)."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("count"), int)
+        or not isinstance(value.get("sha256"), str)
+        or len(value["sha256"]) != 64
+    ):
+        raise ValueError(f"{name}: 'index' must record the fitted index's count (an integer) and sha256")
+    return {"count": value["count"], "sha256": value["sha256"], "kind": str(value.get("kind", ""))}
 
 
 def _holdout(value: Any, name: str) -> list[str] | None:

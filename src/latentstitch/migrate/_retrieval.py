@@ -46,17 +46,25 @@ def pair_scores(queries: np.ndarray, documents: np.ndarray, metric: str) -> np.n
 
 def search(queries, index, k: int, metric: str) -> np.ndarray:
     """Positions (n_queries, k) of each query's k closest index rows under ``metric``, closest first."""
+    return top_k(queries, index, k, metric)[1]
+
+
+def top_k(queries, index, k: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """``search``'s positions with their ranking scores (n_queries, k): the similarity for ip / cosine, and for l2
+    ``2 q.d - |d|^2`` (the same order as the distance; comparable across blocks of one index)."""
     q, x = prepare(queries, metric), prepare(index, metric)
     k = min(k, x.shape[0])
     out = np.empty((q.shape[0], k), dtype=np.int64)
+    values = np.empty((q.shape[0], k), dtype=np.float32)
     squared = (x * x).sum(dim=1) if metric == "l2" else None
     with torch.no_grad():
         for start, stop in row_blocks(q.shape[0], x.shape[0]):
             scores = q[start:stop] @ x.T
             if squared is not None:
                 scores = 2 * scores - squared[None, :]
-            out[start:stop] = torch.topk(scores, k, dim=1).indices.numpy()
-    return out
+            best = torch.topk(scores, k, dim=1)
+            out[start:stop], values[start:stop] = best.indices.numpy(), best.values.numpy()
+    return values, out
 
 
 def ranks(top: np.ndarray, relevant: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from latentstitch.embeddings import EmbeddingFileError, EmbeddingWriter, open_embeddings
-from latentstitch.migrate._retrieval import check_metric
+from latentstitch.migrate._retrieval import check_metric, top_k
 from latentstitch.migrate.stores._protocol import BATCH_ROWS, StoreWriter, VectorStore, check_ids, unit_norm
 
 
@@ -33,6 +33,21 @@ class FileStore(VectorStore):
     def batches(self, rows: int = BATCH_ROWS):
         for start, block in self.file.chunks(rows):
             yield self.ids[start : start + len(block)], np.asarray(block, dtype=np.float32)
+
+    def search(self, queries: np.ndarray, k: int) -> np.ndarray:
+        """Exact search (a file has no index of its own): the ids of each query's ``k`` closest rows, read in
+        batches (memory: one batch and the running top ``k``)."""
+        queries = np.asarray(queries, dtype=np.float32)
+        best_scores = np.full((len(queries), 0), -np.inf, np.float32)
+        best_ids = np.zeros((len(queries), 0), dtype=self.ids.dtype)
+        for ids, block in self.batches():
+            scores, positions = top_k(queries, block, k, self.metric)
+            best_scores = np.concatenate([best_scores, scores], axis=1)
+            best_ids = np.concatenate([best_ids, np.asarray(ids)[positions]], axis=1)
+            order = np.argsort(-best_scores, axis=1, kind="stable")[:, :k]
+            best_scores = np.take_along_axis(best_scores, order, axis=1)
+            best_ids = np.take_along_axis(best_ids, order, axis=1)
+        return best_ids
 
     def describe(self) -> str:
         ids = "ids: row numbers" if self.ids_are_rows else f"ids from {self.id_column!r}"

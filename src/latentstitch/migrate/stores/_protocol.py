@@ -61,7 +61,8 @@ class VectorStore:
         return ids, vectors
 
     def search(self, queries: np.ndarray, k: int) -> np.ndarray | None:
-        """Ids (n, k) of the store's own ANN answers, or None where the store has no search of its own."""
+        """Ids (n, k) of the store's own search (its ANN index, or an exact search for an embedding file), or None
+        where the store cannot be searched. ``has_search``: the store has an index of its own."""
         return None
 
     def fingerprint(self) -> str:

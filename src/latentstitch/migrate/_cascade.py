@@ -1,0 +1,275 @@
+"""Cascade search: the new model's answers over an index still embedded by the old one, re-embedding only what the
+queries touch.
+
+For each new-model query: the query-side bridge maps it into the old space; the old store's own search (FAISS,
+LanceDB, Chroma, Qdrant, Milvus Lite; exact for embedding files) recalls ``depth`` candidates; each candidate's
+new-model vector is read from the new collection, or computed by ``new_vectors(ids)`` and written there (once, under
+the collection's lock: ``_collection``); the candidates are ranked by the new model under the migration's metric
+and the top ``k`` returned. As queries come, the new collection fills; once it holds every id the old index is no
+longer needed (``CascadeStatus.complete``).
+
+With every document's new vector available, the answer is the new model's exact top-k whenever the ``depth``
+candidates hold that top-k: the bridge only has to recall, not to rank (``tests/migrate/test_cascade.py``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from latentstitch._core.arrays import as_float_tensor, to_numpy
+from latentstitch._core.params import check_positive_int
+from latentstitch.migrate._collection import NewCollection, open_collection
+from latentstitch.migrate._retrieval import prepare
+from latentstitch.migrate.stores import StoreError, VectorStore, open_store
+
+#: A fitted ``Migration`` (not imported here: ``Migration.search`` imports this module).
+Migration = Any
+
+
+@dataclass(frozen=True)
+class CascadeResult:
+    """The top ``k`` of each query: ``ids`` (n, k) and ``scores`` (n, k), the metric's value in the new space
+    (similarity for ip / cosine, larger first; distance for l2, smaller first). ``candidates``: the distinct
+    documents the queries recalled; ``reused``: those whose new vector the new collection already held;
+    ``embedded``: those this search computed with ``new_vectors`` and wrote (another search may have written some
+    of them first: ``written`` counts the rows this one added)."""
+
+    ids: np.ndarray
+    scores: np.ndarray
+    candidates: int
+    reused: int
+    embedded: int
+    written: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ids": self.ids.tolist(),
+            "scores": self.scores.tolist(),
+            "candidates": self.candidates,
+            "reused": self.reused,
+            "embedded": self.embedded,
+            "written": self.written,
+        }
+
+
+def _open_old(store: Any) -> VectorStore:
+    if isinstance(store, VectorStore):
+        return store
+    if isinstance(store, (str, os.PathLike)):
+        return open_store(store, option="store")
+    raise TypeError(f"store: expected the old index (a path or a store from migrate.open_store), got {type(store)}")
+
+
+def _collection(new_store: Any, store: VectorStore, migration: Migration) -> NewCollection:
+    if isinstance(new_store, NewCollection):
+        return new_store
+    if isinstance(new_store, (str, os.PathLike)):
+        return open_collection(Path(os.fspath(new_store)), store, migration.new_dimension, migration.metric)
+    raise TypeError(f"new_store: expected a path (the new collection) or a NewCollection, got {type(new_store)}")
+
+
+def _candidates(store: VectorStore, old_queries: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
+    """The old store's ``depth`` answers per query as an (n, depth) id array and the mask of real answers (an ANN
+    index may answer fewer: FAISS pads with -1, a database returns a shorter list)."""
+    found = store.search(old_queries, depth)
+    rows = [np.asarray(row) for row in (found if found is not None else [])]
+    if len(rows) != len(old_queries):
+        raise store.error("answered no search (this store cannot be searched)")
+    text = any(row.dtype.kind in "OUS" for row in rows)
+    ids = np.empty((len(rows), depth), dtype=object if text else np.int64)
+    mask = np.zeros((len(rows), depth), dtype=bool)
+    for number, row in enumerate(rows):
+        keep = row[row != -1] if row.dtype.kind in "iu" else row  # FAISS pads a short answer with -1
+        ids[number, : len(keep)] = keep[:depth]
+        mask[number, : len(keep)] = True
+    ids[~mask] = "" if text else 0
+    return ids, mask
+
+
+def _computed(new_vectors: Callable[[np.ndarray], Any] | None, ids: np.ndarray, width: int) -> np.ndarray:
+    if new_vectors is None:
+        raise ValueError(
+            f"new_vectors: {len(ids)} candidates have no new vector in the new collection yet (e.g. id "
+            f"{ids[0]!r}); give new_vectors, a function of ids returning their new-model vectors"
+        )
+    if not callable(new_vectors):
+        raise TypeError(f"new_vectors: expected a function of ids returning vectors, got {type(new_vectors).__name__}")
+    vectors = as_float_tensor(to_numpy(new_vectors(ids), "new_vectors"), "new_vectors", ndim=2)
+    if tuple(vectors.shape) != (len(ids), width):
+        raise ValueError(
+            f"new_vectors: expected ({len(ids)}, {width}) vectors for the {len(ids)} ids it was given, got "
+            f"{tuple(vectors.shape)}"
+        )
+    return vectors.to(torch.float32).numpy()
+
+
+def cascade_search(
+    migration: Migration,
+    new_queries: Any,
+    k: int = 10,
+    *,
+    store: Any,
+    new_store: Any,
+    depth: int = 100,
+    new_vectors: Callable[[np.ndarray], Any] | None = None,
+    device: str | None = None,
+    write: bool = True,
+) -> CascadeResult:
+    """``Migration.search``: see the module's docstring. ``write=False`` (a measurement: ``depth_curve``) computes
+    the missing candidates' vectors without writing them or counting the search in the collection's usage."""
+    k = check_positive_int(k, "k")
+    depth = check_positive_int(depth, "depth")
+    if k > depth:
+        raise ValueError(f"depth: expected at least k ({k}) candidates per query, got {depth}")
+    opened = _open_old(store)
+    migration.check_index(opened)
+    collection = _collection(new_store, opened, migration)
+    queries = as_float_tensor(new_queries, "new_queries", ndim=2, min_rows=1)
+    old_queries = migration.transform_queries(queries, device=device)
+    ids, mask = _candidates(opened, old_queries, min(depth, opened.count))
+    unique, inverse = np.unique(ids[mask], return_inverse=True)
+    found, vectors = collection.lookup(unique)
+    missing = unique[~found]
+    written = 0
+    if len(missing):
+        computed = _computed(new_vectors, missing, migration.new_dimension)
+        vectors[~found] = computed
+        written = collection.add_missing(missing, computed) if write else 0
+    if write:
+        collection.record(
+            searches=1, queries=len(queries), candidates=len(unique), reused=int(found.sum()), embedded=len(missing)
+        )
+    top_ids, top_scores = rank(migration.metric, queries, ids, mask, vectors, inverse, k)
+    return CascadeResult(top_ids, top_scores, len(unique), int(found.sum()), len(missing), written)
+
+
+def rank(
+    metric: str,
+    queries: Any,
+    ids: np.ndarray,
+    mask: np.ndarray,
+    vectors: np.ndarray,
+    inverse: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's candidates (``ids`` where ``mask``; their vectors ``vectors[inverse]`` in mask order) ranked by
+    the new model under ``metric``; the top ``k`` ids and scores (similarity, or distance for l2)."""
+    q = prepare(queries, metric)
+    d = prepare(vectors, metric)
+    positions = np.zeros(ids.shape, dtype=np.int64)
+    positions[mask] = inverse
+    candidates = d[torch.as_tensor(positions)]  # (n, depth, p)
+    if metric == "l2":
+        scores = -torch.linalg.vector_norm(candidates - q[:, None, :], dim=2)
+    else:
+        scores = torch.einsum("np,ndp->nd", q, candidates)
+    scores = scores.masked_fill(~torch.as_tensor(mask), float("-inf"))
+    k = min(k, ids.shape[1])
+    best = torch.topk(scores, k, dim=1)
+    order = best.indices.numpy()
+    values = best.values.numpy().astype(np.float64)
+    return np.take_along_axis(ids, order, axis=1), (-values if metric == "l2" else values)
+
+
+def depth_curve(
+    migration: Migration,
+    new_queries: Any,
+    depths: Any,
+    *,
+    store: Any,
+    new_store: Any,
+    new_vectors: Callable[[np.ndarray], Any] | None = None,
+    relevant: Any = None,
+    reference: Any = None,
+    k: int = 10,
+) -> list[dict[str, float]]:
+    """The cascade's quality against its depth, measured without writing the new collection: per depth, Recall@k of
+    the labelled ``relevant`` id of each query, and/or overlap@k with ``reference`` ((n, k) ids: the full re-embed's
+    own top-k); with the distinct candidates the queries touched and their share of the index."""
+    if relevant is None and reference is None:
+        raise ValueError("relevant: give the queries' relevant ids, or reference, the full re-embed's top-k ids")
+    opened = _open_old(store)
+    rows = []
+    for depth in depths:
+        result = cascade_search(
+            migration,
+            new_queries,
+            k,
+            store=opened,
+            new_store=new_store,
+            depth=depth,
+            new_vectors=new_vectors,
+            write=False,
+        )
+        found = result.ids.astype(str)
+        row = {"depth": int(depth), "candidates": result.candidates, "share": result.candidates / opened.count}
+        if relevant is not None:
+            wanted = np.asarray(relevant).astype(str)
+            row[f"recall@{k}"] = float((found == wanted[:, None]).any(axis=1).mean())
+        if reference is not None:
+            truth = np.asarray(reference).astype(str)[:, :k]
+            row[f"overlap@{k}"] = float(np.mean([len(set(a) & set(b)) / k for a, b in zip(found, truth, strict=True)]))
+        rows.append(row)
+    return rows
+
+
+@dataclass(frozen=True)
+class CascadeStatus:
+    """How far a cascade has filled its new collection: ``present`` of ``total`` ids hold their new vector; the
+    searches' running totals (``usage``: queries, candidates looked up, reused, embedded)."""
+
+    present: int
+    total: int
+    usage: dict[str, int]
+
+    @property
+    def share(self) -> float:
+        return self.present / self.total if self.total else 0.0
+
+    @property
+    def complete(self) -> bool:
+        return self.total > 0 and self.present >= self.total
+
+    @property
+    def reuse(self) -> float | None:
+        """Share of looked-up candidates whose new vector was already in the collection."""
+        return self.usage["reused"] / self.usage["candidates"] if self.usage.get("candidates") else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "present": self.present,
+            "total": self.total,
+            "share": self.share,
+            "complete": self.complete,
+            "reuse": self.reuse,
+            **self.usage,
+        }
+
+    def words(self) -> str:
+        reuse = "" if self.reuse is None else f"; {self.reuse:.1%} of the candidates looked up were already there"
+        done = (
+            "the new collection is complete: point your application at it (the old index is no longer needed)"
+            if self.complete
+            else f"{self.total - self.present:,} ids still carry only their old vector"
+        )
+        return (
+            f"re-embedded: {self.present:,} of {self.total:,} ids ({self.share:.1%}), over {self.usage['queries']:,} "
+            f"queries in {self.usage['searches']:,} search{'' if self.usage['searches'] == 1 else 'es'}{reuse}; {done}"
+        )
+
+
+def cascade_status(store: Any, new_store: NewCollection) -> CascadeStatus:
+    """The share of ``store``'s ids whose new vector ``new_store`` holds, and the searches' running totals."""
+    opened = _open_old(store)
+    if not isinstance(new_store, NewCollection):
+        raise TypeError(f"new_store: expected a NewCollection (migrate open_collection), got {type(new_store)}")
+    return CascadeStatus(new_store.count_present(), opened.count, new_store.usage())
+
+
+__all__ = ["CascadeResult", "CascadeStatus", "StoreError", "cascade_search", "cascade_status", "depth_curve", "rank"]
