@@ -115,7 +115,7 @@ def rebasis(job: dict, old_d, new_d, new_q, out: Path, report: dict) -> None:
             report["refused"][arrangement] = _refusal(exc)
         return
     summary = result.to_dict()
-    report["chosen"] = summary.get("best_adapter", {}).get("name")
+    report["chosen"] = summary.get("best_adapter", {}).get("adapter_type")
     report["decision"] = {
         k: summary.get(k) for k in ("recommendation", "verdict", "decision", "reason") if k in summary
     }

@@ -218,7 +218,7 @@ def one_run(name, old_q, old_d, new_q, new_d, budget, seed, peers, threads) -> l
         migration = fit_migration(
             ids, old_d, plan.ids, new_d[plan.ids], holdout_ids=plan.holdout_ids, folds=3, seed=seed, inner_folds=2
         )
-    migrated = migration.transform_corpus(old_d).numpy()
+    migrated = np.array(migration.transform_corpus(old_d), dtype=np.float32)
     migrated[sample] = new_d[sample]
     single = {
         "query": search(migration.transform_queries(new_q[rest]), old_d, 10, "cosine"),
@@ -303,9 +303,23 @@ HEADER = [
 ]
 
 
+def cached(name: str, encoder: str, wait: float = 1800.0):
+    """``_migration_data.embedded``, first waiting (up to ``wait`` seconds) for a cache file another process is
+    writing (``python -m benchmarks._migration_data`` fills the cache): the same embeddings are not computed twice
+    at once on a shared machine."""
+    from benchmarks._migration_data import CACHE, embedded
+
+    paths = [CACHE / f"{name}-{encoder}-{part}.npy" for part in ("queries", "documents")]
+    deadline = time.monotonic() + wait
+    if any(p.exists() for p in paths) and not all(p.exists() for p in paths):
+        print(f"waiting for {', '.join(str(p) for p in paths if not p.exists())} (being embedded)", flush=True)
+        while not all(p.exists() for p in paths) and time.monotonic() < deadline:
+            time.sleep(15)
+    return embedded(name, encoder)
+
+
 def run(args) -> None:
     from benchmarks._harness import print_table
-    from benchmarks._migration_data import embedded
 
     seeds = (0,) if args.quick else tuple(int(s) for s in args.seeds.split(","))
     budgets = (0.05,) if args.quick else tuple(float(b) for b in args.budgets.split(","))
@@ -320,49 +334,74 @@ def run(args) -> None:
     peers = {peer: peer_python(peer, args.peer_python) for peer in PEERS}
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows, n_documents = [], {}
-    for name, old, new, kind in pairs:
-        old_q, old_d = embedded(name, old)
-        new_q, new_d = embedded(name, new)
-        n_documents[name] = len(old_d)
-        for budget in budgets:
-            for seed in seeds:
+    rows, n_documents, data = [], {}, {}
+    # seeds outermost: a run cut short still holds every pair and budget at the first seed
+    for seed in seeds:
+        for name, old, new, kind in pairs:
+            if (name, old, new) not in data:
+                data[(name, old, new)] = (*cached(name, old), *cached(name, new))
+            old_q, old_d, new_q, new_d = data[(name, old, new)]
+            n_documents[name] = len(old_d)
+            for budget in budgets:
                 started = time.perf_counter()
                 got = one_run(name, old_q, old_d, new_q, new_d, budget, seed, peers, args.threads)
                 for row in got:
                     row.update(pair=f"{name}: {old} -> {new} ({kind})", kind=kind)
                 rows.extend(got)
+                shown = [r for r in got if r["arrangement"] in BRIEF]
                 brief = ", ".join(
-                    f"{r['who'][:4]} {r['arrangement']} {r['retention']:.2f}x"
-                    if "retention" in r
-                    else f"{r['who'][:4]} {r['arrangement']} refused"
-                    for r in got
-                    if r["arrangement"]
-                    in (
-                        "doing nothing",
-                        "chosen (query-side)",
-                        "chosen (corpus-side)",
-                        "query-side",
-                        "corpus-side",
-                        "cascade@200",
-                    )
+                    f"{r['who'][:4]} {r['arrangement']} "
+                    + (f"{r['retention']:.2f}x" if "retention" in r else "refused")
+                    for r in shown
                 )
-                print(
-                    f"{name} {old}->{new} {budget:.0%} seed {seed} ({time.perf_counter() - started:.0f} s): {brief}",
-                    flush=True,
-                )
-                (out_dir / "results.json").write_text(
-                    json.dumps({"command": args.command, "rows": rows}, indent=1, default=str)
-                )
-    table = _table_rows(rows, n_documents)
-    title = "migration head to head (same re-embedded samples; retention = R@10 / full re-embed's R@10)"
-    print_table(title, HEADER, table)
-    lines = [f"# {title}", "", f"Command: `{args.command}`", ""]
-    if args.quick:
-        lines.append("**--quick: one pair, one budget, one seed: too short for verdicts.**\n")
-    lines += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(f"{c:.3f}" if isinstance(c, float) else str(c) for c in row) + " |" for row in table]
-    (out_dir / "results.md").write_text("\n".join(lines) + "\n")
+                seconds = time.perf_counter() - started
+                print(f"{name} {old}->{new} {budget:.0%} seed {seed} ({seconds:.0f} s): {brief}", flush=True)
+                write_results(out_dir, rows, n_documents, args)
+    summary = summary_rows(rows, n_documents)
+    print_table("mean over seeds (retention = R@10 / the full re-embed's R@10)", SUMMARY_HEADER, summary)
     print(f"wrote {out_dir / 'results.md'} and results.json")
     if args.quick:
         print("--quick: one pair, one budget, one seed: too short for verdicts")
+
+
+BRIEF = ("doing nothing", "chosen (query-side)", "chosen (corpus-side)", "query-side", "corpus-side", "cascade@200")
+SUMMARY_HEADER = ["pair", "budget", "who", "arrangement", "seeds", "up front", "+ touched / 1,000 q"]
+SUMMARY_HEADER += ["R@10", "retention", "overlap@10", "refused"]
+
+
+def summary_rows(rows: list[dict], n_documents: dict) -> list[list]:
+    """Means over seeds per pair, budget, tool and arrangement (in the order first seen)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["pair"], r["budget"], r["who"], r["arrangement"]), []).append(r)
+    out = []
+    for (pair, budget, who, arrangement), group in groups.items():
+        done = [r for r in group if "recall" in r]
+        touched = [r["touched"] for r in done if r.get("touched") is not None]
+        n = n_documents[group[0]["set"]]
+        share = f"{np.mean(touched):.0f} ({np.mean(touched) / n:.1%})" if touched else ""
+
+        def mean(key, done=done):
+            return float(np.mean([r[key] for r in done])) if done else ""
+
+        refused = sorted({r["refused"][:100] for r in group if "refused" in r})
+        upfront = int(np.mean([r["upfront"] for r in group]))
+        means = [mean("recall"), mean("retention"), mean("overlap")]
+        out.append([pair, f"{budget:.0%}", who, arrangement, len(group), upfront, share, *means, "; ".join(refused)])
+    return out
+
+
+def write_results(out_dir: Path, rows: list[dict], n_documents: dict, args) -> None:
+    (out_dir / "results.json").write_text(json.dumps({"command": args.command, "rows": rows}, indent=1, default=str))
+    title = "migration head to head (same re-embedded samples; retention = R@10 / the full re-embed's R@10)"
+    lines = [f"# {title}", "", f"Command: `{args.command}`", ""]
+    if args.quick:
+        lines.append("**--quick: one pair, one budget, one seed: too short for verdicts.**\n")
+
+    def table(header, body):
+        out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        return out + ["| " + " | ".join(f"{c:.3f}" if isinstance(c, float) else str(c) for c in r) + " |" for r in body]
+
+    lines += ["## Mean over seeds", "", *table(SUMMARY_HEADER, summary_rows(rows, n_documents)), ""]
+    lines += ["## Every run", "", *table(HEADER, _table_rows(rows, n_documents)), ""]
+    (out_dir / "results.md").write_text("\n".join(lines))
