@@ -81,6 +81,12 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--peer-python", default=None, help="a Python >= 3.12 for the peers' environments (default: found)"
     )
+    parser.add_argument(
+        "--combine",
+        default=None,
+        help="runs nothing: the results.json of these folders (comma-separated; e.g. one run per seed, run side by "
+        "side) written together into --out",
+    )
 
 
 # --- the files the peers read ----------------------------------------------------------------------------------------
@@ -318,9 +324,31 @@ def cached(name: str, encoder: str, wait: float = 1800.0):
     return embedded(name, encoder)
 
 
+def combine(args) -> None:
+    """``--combine``: several runs' rows (their commands kept) written as one table into ``--out``."""
+    from benchmarks._migration_data import CACHE
+
+    rows, commands = [], []
+    for folder in args.combine.split(","):
+        got = json.loads((Path(folder) / "results.json").read_text())
+        rows.extend(got["rows"])
+        commands.append(got["command"])
+    rows.sort(key=lambda r: r["seed"])  # stable: each run's order kept within a seed
+    n_documents = {
+        name: np.load(CACHE / f"{name}-{old}-documents.npy", mmap_mode="r").shape[0] for name, old, _, _ in PAIRS
+    }
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    args.command = " + ".join(commands) + f" (combined by `{args.command}`)"
+    write_results(out_dir, rows, n_documents, args)
+    print(f"wrote {out_dir / 'results.md'} and results.json ({len(rows)} rows from {len(commands)} runs)")
+
+
 def run(args) -> None:
     from benchmarks._harness import print_table
 
+    if args.combine:
+        return combine(args)
     seeds = (0,) if args.quick else tuple(int(s) for s in args.seeds.split(","))
     budgets = (0.05,) if args.quick else tuple(float(b) for b in args.budgets.split(","))
     pairs = PAIRS[:1] if args.quick else PAIRS
