@@ -133,7 +133,8 @@ def rebasis(job: dict, old_d, new_d, new_q, out: Path, report: dict) -> None:
     np.save(out / "query_side.npy", np.asarray(bridge.to_index_space(new_q), np.float32))
     if result.migration is not None:
         report["corpus_method"] = result.migration.method
-        np.save(out / "corpus_side.npy", np.asarray(_unit(result.migration.adapter.apply(old_d)), np.float32))
+        mapped = result.migration.adapter.apply(_unit(old_d))  # fitted on unit vectors, as its store reads them
+        np.save(out / "corpus_side.npy", np.asarray(_unit(mapped), np.float32))
     else:
         report["refused"]["corpus"] = "probe_store(fit_migration=True) returned no migration fit"
     report["cascade"] = {}

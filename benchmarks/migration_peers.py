@@ -256,7 +256,8 @@ def one_run(name, old_q, old_d, new_q, new_d, budget, seed, peers, threads) -> l
                     else:
                         mapped[sample] = new_d[sample]
                         top = search(new_q[rest], mapped, 10, "cosine")
-                    add(peer, f"{mode}-side", top, **common)
+                    chosen = report.get("corpus_method") if mode == "corpus" else None
+                    add(peer, f"{mode}-side", top, **{**common, "chosen": chosen or common["chosen"]})
                 else:
                     reason = report.get("refused", {}).get(mode) or report.get("error", "no output")
                     rows.append({**base, "who": peer, "arrangement": f"{mode}-side", "refused": reason, **common})
