@@ -984,8 +984,82 @@ def migrate_cases(workspace: Any) -> list[Case]:
         + certify_cases()
         + refit_cases()
         + apply_cases(workspace)
+        + cascade_cases(workspace)
         + migration_file_cases(workspace)
         + plan_file_cases(workspace)
         + store_cases(workspace)
         + cli_cases(workspace)
     )
+
+
+def cascade_cases(workspace: Any) -> list[Case]:
+    """``Migration.search`` (cascade search), ``depth_curve``, ``cascade_status`` and ``open_collection``: bad values
+    of each argument refused naming it, around an old ``.npy`` store of the tiny corpus (its ids are row numbers)."""
+    from latentstitch.migrate import cascade_status, depth_curve, open_collection, open_store
+
+    c = corpus()
+    new_of_rows = c["new"]
+
+    def made() -> tuple[Any, Any, Path]:
+        folder = workspace.folder()
+        np.save(folder / "old.npy", c["old"])
+        store = open_store(folder / "old.npy")
+        return copy.copy(_fitted()[1]).record_index(store), store, folder
+
+    def search(**changes: Any) -> Callable[[], Any]:
+        def run() -> Any:
+            migration, store, folder = made()
+            arguments = {
+                "new_queries": c["new"][:4],
+                "k": 3,
+                "store": store,
+                "new_store": folder / "new.npy",
+                "depth": 10,
+                "new_vectors": lambda ids: new_of_rows[np.asarray(ids, dtype=np.int64)],
+                **changes,
+            }
+            return migration.search(arguments.pop("new_queries"), arguments.pop("k"), **arguments)
+
+        return run
+
+    def curve(**changes: Any) -> Callable[[], Any]:
+        def run() -> Any:
+            migration, store, folder = made()
+            arguments = {"depths": [10, 20], "store": store, "new_store": folder / "new.npy", "relevant": np.arange(4)}
+            arguments.update(changes)
+            arguments.setdefault("new_vectors", lambda ids: new_of_rows[np.asarray(ids, dtype=np.int64)])
+            return depth_curve(migration, c["new"][:4], arguments.pop("depths"), **arguments)
+
+        return run
+
+    def status(new_store: Any) -> Callable[[], Any]:
+        def run() -> Any:
+            _, store, _ = made()
+            return cascade_status(store, new_store)
+
+        return run
+
+    def collection(**changes: Any) -> Callable[[], Any]:
+        def run() -> Any:
+            _, store, folder = made()
+            arguments = {"path": folder / "new.npy", "dimension": NEW, "metric": "cosine", **changes}
+            return open_collection(arguments.pop("path"), store, **arguments)
+
+        return run
+
+    target = "Migration.search"
+    cases = [Case("migrate", target, "clean", search(), must_succeed=True)]
+    bad = {
+        "new_queries": (None, c["new"][0], c["new"][:4, :3], np.full((2, NEW), np.nan, dtype=np.float32)),
+        "k": (0, -1, 2.5),
+        "depth": (0, 2.5),
+        "new_vectors": ("new.npy",),
+        "store": (None,),
+    }
+    cases += _option_cases(target, search, bad)
+    cases.append(Case("migrate", "depth_curve", "clean", curve(), must_succeed=True))
+    cases += _option_cases("depth_curve", curve, {"depths": ([], [0], [5], ["a"], "10"), "k": (0,)})
+    cases.append(Case("migrate", "cascade_status", "new_store='x'", status("x"), names=("new_store",), valid=False))
+    cases.append(Case("migrate", "open_collection", "clean", collection(), must_succeed=True))
+    cases += _option_cases("open_collection", collection, {"dimension": (0, 2.5), "metric": ("bogus",)})
+    return cases

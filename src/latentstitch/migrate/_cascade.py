@@ -194,6 +194,12 @@ def depth_curve(
     own top-k); with the distinct candidates the queries touched and their share of the index."""
     if relevant is None and reference is None:
         raise ValueError("relevant: give the queries' relevant ids, or reference, the full re-embed's top-k ids")
+    k = check_positive_int(k, "k")
+    if isinstance(depths, (str, bytes)) or not hasattr(depths, "__iter__"):
+        raise TypeError(f"depths: expected a sequence of candidate counts, got {type(depths).__name__}")
+    depths = [check_positive_int(depth, "depths", minimum=k) for depth in depths]
+    if not depths:
+        raise ValueError(f"depths: expected at least one candidate count (each >= k = {k}), got none")
     opened = _open_old(store)
     rows = []
     for depth in depths:

@@ -29,6 +29,8 @@ import numpy as np
 from latentstitch._core.atomic import atomic_path, write_text
 from latentstitch._core.extras import require
 from latentstitch._core.locks import FolderBusy, hold_lock
+from latentstitch._core.params import check_choice, check_positive_int
+from latentstitch.migrate._retrieval import METRICS
 from latentstitch.migrate.stores import StoreError, VectorStore
 
 COLLECTION_KINDS = ("npy", "faiss", "lancedb", "qdrant")
@@ -382,6 +384,8 @@ def open_collection(
     target = Path(os.fspath(path))
     if not isinstance(store, VectorStore):
         raise TypeError(f"store: expected a store opened by migrate.open_store, got {type(store).__name__}")
+    dimension = check_positive_int(dimension, "dimension")
+    metric = check_choice(metric, "metric", METRICS)
     try:
         if target.resolve() == Path(store.path).resolve():
             raise StoreError(f"{option}: {str(target)!r} is the old index itself; the new collection is another path")
