@@ -52,6 +52,8 @@ from pathlib import Path
 
 import numpy as np
 
+from latentstitch._core.provenance import provenance_line
+
 RUN_BY_DEFAULT = False
 DEFAULT_OUT = "latentstitch-results/migration-peers"
 PEERS = {"rebasis": "0.1.0", "isotrieve": "0.4.0"}
@@ -173,8 +175,7 @@ def scores(top: np.ndarray, relevant: np.ndarray, reference_top: np.ndarray) -> 
 def library_cascade(migration, folder: Path, queries, new_documents, sample, depth: int) -> tuple[np.ndarray, int]:
     """``Migration.search`` over the old index (``.npy``), a new collection seeded with the sample's new vectors;
     the first ``TOUCHED_QUERIES`` queries' newly embedded candidates are the cost."""
-    from latentstitch.migrate import open_store
-    from latentstitch.migrate._collection import open_collection
+    from latentstitch.migrate import open_collection, open_store
 
     store = open_store(folder / "old_documents.npy", metric="cosine")
     collection = open_collection(folder / f"library-new-{depth}.npy", store, new_documents.shape[1], "cosine")
@@ -423,7 +424,7 @@ def summary_rows(rows: list[dict], n_documents: dict) -> list[list]:
 def write_results(out_dir: Path, rows: list[dict], n_documents: dict, args) -> None:
     (out_dir / "results.json").write_text(json.dumps({"command": args.command, "rows": rows}, indent=1, default=str))
     title = "migration head to head (same re-embedded samples; retention = R@10 / the full re-embed's R@10)"
-    lines = [f"# {title}", "", f"Command: `{args.command}`", ""]
+    lines = [f"# {title}", "", provenance_line(args.command), ""]
     if args.quick:
         lines.append("**--quick: one pair, one budget, one seed: too short for verdicts.**\n")
 

@@ -217,7 +217,9 @@ ESTIMATORS: dict[str, dict] = {
         "params": {},
         "bad": {"alphas": [[-1.0], [0.0], [NAN], [], "0.1", [None]]},
         "paired": True,
-        "scale": 1,
+        # not scale-equivariant by design: RidgeCV's alphas are absolute (Gram units), so rows scaled by 1e20 choose
+        # another alpha than the same rows at 1; at every scale the map must still be finite or a clear error
+        "scale": None,
         "maps": True,
     },
     # latentstitch.bridge

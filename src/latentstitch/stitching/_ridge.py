@@ -293,7 +293,9 @@ class LeastSquaresLOO(AffineMap):
         source = as_float_tensor(a, "a", ndim=2, min_rows=3)
         target = as_float_tensor(b, "b", ndim=2, min_rows=3)
         check_same_rows(source, target, "a", "b")
-        errors = ridge_loo_errors(source, target.to(source.device), alphas)
+        # in float64 whatever the input: at float32's extremes (1e-30) the Gram's entries underflow, every alpha's error
+        # ties and the choice would differ from the same rows in float64
+        errors = ridge_loo_errors(source.double(), target.to(source.device).double(), alphas)
         alpha = float(alphas[int(np.argmin(errors))])
         final = LeastSquares(bias=True, ridge=alpha, ridge_units="gram").fit(a, b)
         coef, intercept = final._map64()
