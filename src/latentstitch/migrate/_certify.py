@@ -29,8 +29,8 @@ from latentstitch.migrate._decision import KEEP, SMALL_INDEX, decide
 from latentstitch.migrate._fit import QuerySample
 from latentstitch.migrate._inputs import (
     check_ids,
+    check_index_and_sample,
     check_thresholds,
-    check_vectors,
     held_in_sample,
     held_within,
     warn_or_refuse,
@@ -131,25 +131,15 @@ def certify_migration(
     metric = migration.metric
     thresholds = check_thresholds(thresholds, metric)
     rng = np.random.default_rng(seed)
-    old = check_vectors(
+    index_ids, old, sample_ids, new = check_index_and_sample(
+        index_ids,
         index_vectors,
-        "index_vectors",
-        metric=metric,
-        width=migration.old_dimension,
-        width_of="like the index the migration was fitted on",
-        min_rows=2,
-        distinct=True,
-    )
-    index_ids = check_ids(index_ids, "index_ids", count=len(old), count_name="index_vectors")
-    new = check_vectors(
+        sample_ids,
         sample_new,
-        "sample_new",
         metric=metric,
-        width=migration.new_dimension,
-        width_of="like the migration's new model",
-        distinct=True,
+        old_width=migration.old_dimension,
+        new_width=migration.new_dimension,
     )
-    sample_ids = check_ids(sample_ids, "sample_ids", count=len(new), count_name="sample_new")
     held = _held_out(migration, sample_ids, check_ids(holdout_ids, "holdout_ids"))
     sample_rows = positions(index_ids, sample_ids, "sample_ids")
     held_rows, fit_rows = sample_rows[held], sample_rows[~held]

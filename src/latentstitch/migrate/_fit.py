@@ -31,6 +31,7 @@ from latentstitch.bridge import Bridge, resolve_routes
 from latentstitch.migrate._inputs import (
     MigrationWarning,
     check_ids,
+    check_index_and_sample,
     check_vectors,
     held_in_sample,
     held_within,
@@ -192,10 +193,9 @@ def fit_migration(
     inner_folds = check_positive_int(inner_folds, "inner_folds", minimum=2)
     if queries is not None and not isinstance(queries, QuerySample):
         raise TypeError(f"queries: expected a QuerySample(new, old, relevant) or None, got {type(queries).__name__}")
-    old = check_vectors(index_vectors, "index_vectors", metric=metric, min_rows=2, distinct=True)
-    index_ids = check_ids(index_ids, "index_ids", count=len(old), count_name="index_vectors")
-    new = check_vectors(sample_new, "sample_new", metric=metric, min_rows=2, distinct=True)
-    ids = check_ids(sample_ids, "sample_ids", count=len(new), count_name="sample_new")
+    index_ids, old, ids, new = check_index_and_sample(
+        index_ids, index_vectors, sample_ids, sample_new, metric=metric, min_sample_rows=2
+    )
     holdout_ids = check_ids(holdout_ids, "holdout_ids")
     keep = ~held_in_sample(holdout_ids, ids, "nothing is held out for the certificate")
     held_ids, ids, new = ids[~keep], ids[keep], new[keep]
@@ -374,26 +374,16 @@ def refit_migration(
     check_seed(seed)
     inner_folds = check_positive_int(inner_folds, "inner_folds", minimum=2)
     metric = migration.metric
-    old = check_vectors(
+    index_ids, old, ids, new = check_index_and_sample(
+        index_ids,
         index_vectors,
-        "index_vectors",
-        metric=metric,
-        width=migration.old_dimension,
-        width_of="like the fit's index",
-        min_rows=2,
-        distinct=True,
-    )
-    index_ids = check_ids(index_ids, "index_ids", count=len(old), count_name="index_vectors")
-    new = check_vectors(
+        sample_ids,
         sample_new,
-        "sample_new",
         metric=metric,
-        width=migration.new_dimension,
-        width_of="like the fit's sample",
-        min_rows=2,
-        distinct=True,
+        old_width=migration.old_dimension,
+        new_width=migration.new_dimension,
+        min_sample_rows=2,
     )
-    ids = check_ids(sample_ids, "sample_ids", count=len(new), count_name="sample_new")
     rows = positions(index_ids, ids, "sample_ids")
     old_n = prepare(old, metric).numpy()
     source_old, source_new = old_n[rows], prepare(new, metric).numpy()

@@ -115,6 +115,42 @@ def check_vectors(
     return array
 
 
+def check_index_and_sample(
+    index_ids: Any,
+    index_vectors: Any,
+    sample_ids: Any,
+    sample_new: Any,
+    *,
+    metric: str,
+    old_width: int | None = None,
+    new_width: int | None = None,
+    min_sample_rows: int = 1,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(index ids, index vectors, sample ids, sample's new vectors): a migration's index and re-embedded sample, each
+    checked (``check_vectors``, ``check_ids``) under ``metric`` and, for a fitted migration, against its widths."""
+    old = check_vectors(
+        index_vectors,
+        "index_vectors",
+        metric=metric,
+        width=old_width,
+        width_of="like the index the migration was fitted on",
+        min_rows=2,
+        distinct=True,
+    )
+    index_ids = check_ids(index_ids, "index_ids", count=len(old), count_name="index_vectors")
+    new = check_vectors(
+        sample_new,
+        "sample_new",
+        metric=metric,
+        width=new_width,
+        width_of="like the migration's new model",
+        min_rows=min_sample_rows,
+        distinct=True,
+    )
+    sample_ids = check_ids(sample_ids, "sample_ids", count=len(new), count_name="sample_new")
+    return index_ids, old, sample_ids, new
+
+
 def held_within(wanted: np.ndarray, pool: np.ndarray) -> np.ndarray:
     """Per id of ``wanted``, whether ``pool`` holds it (compared as text)."""
     return np.isin(np.asarray(wanted).astype(str), np.asarray(pool).astype(str))
