@@ -220,7 +220,7 @@ def _given(
     """What the manifest records of a run (``GIVEN``): a resume given anything else is refused."""
     return {
         "bridge": migration.bridge_sha256(migration_path),
-        "source": store.fingerprint(),
+        "source": store.digest(),
         "source_path": str(store.path),
         "source_kind": store.kind,
         "collection": store.collection,

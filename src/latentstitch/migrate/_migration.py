@@ -249,7 +249,7 @@ class Migration:
 
     def record_index(self, store: Any) -> Migration:
         """Record the index fitted on (an opened ``VectorStore``): its size and digest, checked by ``check_index``."""
-        self.index = {"count": int(store.count), "sha256": _store_digest(store), "kind": store.kind}
+        self.index = {"count": int(store.count), "sha256": store.digest(), "kind": store.kind}
         return self
 
     def check_index(self, store: Any) -> None:
@@ -266,8 +266,8 @@ class Migration:
         if self.index is None:
             return
         fitted = f"{self.index['count']:,} vectors, sha256 {self.index['sha256'][:12]}"
-        if int(store.count) != self.index["count"] or _store_digest(store) != self.index["sha256"]:
-            got = f"{store.count:,} vectors, sha256 {_store_digest(store)[:12]}"
+        if int(store.count) != self.index["count"] or store.digest() != self.index["sha256"]:
+            got = f"{store.count:,} vectors, sha256 {store.digest()[:12]}"
             raise StoreError(
                 f"{store.option}: {str(store.path)!r} is not the index this migration was fitted on ({got}; fitted on "
                 f"{fitted}): give that index, or fit a migration on this one"
@@ -396,15 +396,6 @@ def _check_whole(migration: Migration, payload: dict[str, Any], where: str) -> N
                 f"{where}: its {mode}-side bridge is a {bridge.route_!r} bridge; the header names {routes[mode]!r} "
                 "(bridge files swapped, or from another migration?)"
             )
-
-
-def _store_digest(store: Any) -> str:
-    """``store.fingerprint()``, computed once per opened store (it reads every byte of the index)."""
-    digest = getattr(store, "_latentstitch_digest", None)
-    if digest is None:
-        digest = store.fingerprint()
-        store._latentstitch_digest = digest
-    return digest
 
 
 def _index_record(value: Any, name: str) -> dict[str, Any] | None:

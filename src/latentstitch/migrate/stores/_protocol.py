@@ -41,6 +41,7 @@ class VectorStore:
     #: text (an array of ids holds one type); a new store of the same kind gives each id its own type back, and
     #: ``apply_migration`` refuses another kind, which would keep the integers as text.
     mixed_ids = False
+    _digest: str | None = None  # digest()'s, once computed
 
     def __init__(self, path: Path, option: str, collection: str | None = None):
         self.path, self.option, self.collection = path, option, collection
@@ -71,6 +72,13 @@ class VectorStore:
 
     def fingerprint(self) -> str:
         return fingerprint(self.path)
+
+    def digest(self) -> str:
+        """``fingerprint()``, computed once per opened store (it reads every byte of the index): what ``migrate fit``
+        records, ``check_index`` compares and ``apply``'s manifest holds, without hashing the index twice."""
+        if self._digest is None:
+            self._digest = self.fingerprint()
+        return self._digest
 
     def snapshot(self) -> Path:
         """A private copy of the store for an engine that writes into the folder it opens and has no read-only
