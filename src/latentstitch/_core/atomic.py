@@ -61,6 +61,19 @@ def _running(pid: int) -> bool:
     return True
 
 
+def process_tag() -> str:
+    """``HOST-PID``: this machine and process, for the names of temporary things another process may clean up once
+    this one is gone (``gone``)."""
+    return f"{_host()}-{os.getpid()}"
+
+
+def gone(tag: str) -> bool:
+    """Whether the process a ``process_tag()`` names has ended: it ran on this machine and no longer runs (a tag of
+    another machine, or one that does not parse, is never taken as gone)."""
+    host, _, pid = tag.partition("-")
+    return host == _host() and pid.isdigit() and not _running(int(pid))
+
+
 def _size(path: Path) -> str:
     try:
         size = path.stat().st_size

@@ -19,8 +19,28 @@ from typing import Any
 
 import numpy as np
 
+from latentstitch._core.atomic import gone, process_tag
+
 #: Rows per batch when a store is read.
 BATCH_ROWS = 8192
+
+
+#: The name of a snapshot's temporary folder: this prefix, the process tag (``HOST-PID``), a random part.
+SNAPSHOT_PREFIX = "latentstitch-store-"
+
+
+def clear_stale_snapshots(folder: Path | None = None) -> list[Path]:
+    """Remove the snapshot folders in ``folder`` (default: ``TMPDIR``) left by processes of this machine that no
+    longer run (a killed ``migrate`` run cannot remove its own copy); returns them. A snapshot of a running process,
+    of another machine, or named by an older version (no process in its name) is never touched."""
+    root = Path(tempfile.gettempdir() if folder is None else folder)
+    removed = []
+    for path in root.glob(f"{SNAPSHOT_PREFIX}*"):
+        tag = path.name[len(SNAPSHOT_PREFIX) :].rsplit("-", 1)[0]
+        if path.is_dir() and not path.is_symlink() and gone(tag):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
 
 
 class StoreError(ValueError):
@@ -83,8 +103,11 @@ class VectorStore:
     def snapshot(self) -> Path:
         """A private copy of the store for an engine that writes into the folder it opens and has no read-only
         mode (Chroma, Qdrant's local mode, Milvus Lite): the engine opens the copy, the user's store is never
-        written. The copy lives in a fresh temporary folder (``TMPDIR``), removed on ``close`` or at exit."""
-        folder = Path(tempfile.mkdtemp(prefix="latentstitch-store-"))
+        written. The copy lives in a fresh temporary folder (``TMPDIR``) named after this process, removed on
+        ``close`` or at exit; copies left by a process that was killed are removed by the next snapshot
+        (``clear_stale_snapshots``)."""
+        clear_stale_snapshots()
+        folder = Path(tempfile.mkdtemp(prefix=f"{SNAPSHOT_PREFIX}{process_tag()}-"))
         self._snapshot = weakref.finalize(self, shutil.rmtree, folder, ignore_errors=True)
         copy = folder / self.path.name
         if self.path.is_dir():
