@@ -4,6 +4,7 @@ partly affected), never accepted silently."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -22,7 +23,7 @@ from latentstitch.migrate import (
     plan_sample,
     save_plan,
 )
-from latentstitch.migrate._migration import CurveMeasure, _header_sha256, file_sha256
+from latentstitch.migrate._migration import DECIDING, CurveMeasure, _header_sha256, file_sha256
 
 # --- kind 2: ids ------------------------------------------------------------------------------------------------
 
@@ -239,7 +240,7 @@ def _rewrite(path, edit, rehash=True):
     for entry in payload["bridges"].values():
         entry["sha256"] = file_sha256(path.with_name(entry["file"])) if rehash else entry["sha256"]
     if rehash:
-        payload["header_sha256"] = _header_sha256(payload)
+        payload["header_sha256"] = _header_sha256(payload, payload.get("header_fields", DECIDING))
     path.write_text(json.dumps(payload))
 
 
@@ -256,6 +257,31 @@ def test_an_edited_header_is_refused(saved, field, value):
     _rewrite(saved, lambda p: p.update({field: value}), rehash=False)
     with pytest.raises(ValueError, match="were edited since it was written"):
         Migration.load(saved)
+
+
+INDEX = {"count": 60, "sha256": "ab" * 32, "kind": "npy"}
+
+
+def test_the_record_of_the_index_is_sealed_with_the_header(fitted, tmp_path):
+    migration = dataclasses.replace(fitted[1], index=dict(INDEX))
+    (tmp_path / "folder").mkdir()
+    saved = migration.save(tmp_path / "folder" / "migration.json")
+    assert Migration.load(saved).index == INDEX
+    original = saved.read_text()
+    for edit in (
+        lambda p: p["index"].update(count=61),  # apply would then accept another index
+        lambda p: p["index"].update(sha256="cd" * 32),
+        lambda p: p.pop("index"),  # the record dropped: apply would check the width only
+        lambda p: p["header_fields"].remove("index"),
+    ):
+        saved.write_text(original)
+        _rewrite(saved, edit, rehash=False)
+        with pytest.raises(ValueError, match="the record of its index were edited since it was written"):
+            Migration.load(saved)
+    # a file of the previous version (its sha256 over the deciding fields only, no list of them) still loads
+    saved.write_text(original)
+    _rewrite(saved, lambda p: p.pop("header_fields"))
+    assert Migration.load(saved).index == INDEX
 
 
 def test_edits_with_every_hash_updated_are_refused(saved, fitted):

@@ -9,6 +9,7 @@ import hashlib
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -198,7 +199,8 @@ class Migration:
                 bridge.save(temporary)
             files[mode] = {"file": bridge_path.name, "sha256": file_sha256(bridge_path)}
         payload = {"format": FORMAT, **self.to_dict(), "bridges": files}
-        payload["header_sha256"] = _header_sha256(payload)
+        payload["header_fields"] = _sealed_fields(payload)
+        payload["header_sha256"] = _header_sha256(payload, payload["header_fields"])
         write_text(target, json.dumps(payload, indent=2) + "\n", option="path")
         return target
 
@@ -239,10 +241,10 @@ class Migration:
             )
             raise ValueError(f"{name}: {str(source)!r}: {cause}") from None
         where = f"{name}: {str(source)!r}"
-        if "header_sha256" in payload and payload["header_sha256"] != _header_sha256(payload):
+        if not _header_intact(payload):
             raise ValueError(
-                f"{where}: its mode, metric, dimensions or bridge files were edited since it was written (the "
-                "header's sha256 differs); fit the migration again rather than editing it"
+                f"{where}: its mode, metric, dimensions, bridge files or the record of its index were edited since "
+                "it was written (the header's sha256 differs); fit the migration again rather than editing it"
             )
         _check_whole(migration, payload, where)
         return migration
@@ -340,10 +342,29 @@ def _learning(value: Any, name: str) -> dict[str, dict[str, Any]]:
 #: The fields that decide what a migration does; their sha256 is kept in the file (files written before it was kept
 #: have none and are checked field by field only).
 DECIDING = ("format", "mode", "metric", "old_dimension", "new_dimension", "bridges")
+#: Fields sealed with them when present: the index fitted on (``apply`` and ``search`` trust it to refuse another
+#: index), the held-out items (``certify`` scores them) and the refit's record. The file lists what its sha256 covers
+#: (``header_fields``); a file written before these were sealed has no such list and covers ``DECIDING`` only.
+SEALED_WHEN_PRESENT = ("index", "holdout_ids", "refitted")
 
 
-def _header_sha256(payload: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps({k: payload[k] for k in DECIDING}, sort_keys=True).encode()).hexdigest()
+def _sealed_fields(payload: dict[str, Any]) -> list[str]:
+    return [*DECIDING, *(k for k in SEALED_WHEN_PRESENT if k in payload)]
+
+
+def _header_sha256(payload: dict[str, Any], fields: Sequence[str] = DECIDING) -> str:
+    return hashlib.sha256(json.dumps({k: payload[k] for k in fields}, sort_keys=True).encode()).hexdigest()
+
+
+def _header_intact(payload: dict[str, Any]) -> bool:
+    """Whether the recorded header sha256 matches the fields it says it covers (``header_fields``; ``DECIDING`` in
+    files written before the list was kept), and those are the ones a file of this content must seal."""
+    if "header_sha256" not in payload:
+        return True
+    fields = payload.get("header_fields", list(DECIDING))
+    if "header_fields" in payload and fields != _sealed_fields(payload):
+        return False  # a sealed field removed, or one added without its seal
+    return payload["header_sha256"] == _header_sha256(payload, fields)
 
 
 def _load_bridges(source: Path, entries: Any, name: str) -> dict[str, Bridge]:
