@@ -132,7 +132,7 @@ def write_ivf(source: Path, path: Path, nprobe: int) -> dict:
     import faiss
 
     old = np.load(source, mmap_mode="r")
-    nlist = max(16, int(round(np.sqrt(len(old)) / 16)) * 16)
+    nlist = max(16, round(float(np.sqrt(len(old))) / 16) * 16)
     started = time.perf_counter()
     quantizer = faiss.IndexFlatIP(WIDTH)
     index = faiss.IndexIVFFlat(quantizer, WIDTH, nlist, faiss.METRIC_INNER_PRODUCT)
@@ -213,9 +213,7 @@ def fit(model: Synthetic, index_path: Path, rows: int, budget: float):
             ids, part, sample, model.new_of_old(part[sample]), metric="cosine", routes=["procrustes"], folds=2
         )
     chosen = np.sort(np.random.default_rng([SEED, 4]).choice(len(old), int(budget * len(old)), replace=False))
-    new = np.concatenate(
-        [model.new_of_old(old[chosen[s : s + GEN_ROWS]]) for s in range(0, len(chosen), GEN_ROWS)]
-    )
+    new = np.concatenate([model.new_of_old(old[chosen[s : s + GEN_ROWS]]) for s in range(0, len(chosen), GEN_ROWS)])
     return migration, chosen, new
 
 
@@ -223,6 +221,7 @@ def measure_open(path: Path) -> dict:
     from latentstitch.migrate import open_store
 
     out = {}
+    time.sleep(max(0.0, 2.5 - (time.time() - path.stat().st_ctime)))  # an index is opened well after it is written
     for label in ("first", "second"):
         cpu, wall = time.process_time(), time.perf_counter()
         store = open_store(path)
@@ -235,6 +234,16 @@ def measure_open(path: Path) -> dict:
         store.close()
         del store
     out["bytes"] = path.stat().st_size
+    store = open_store(path)
+    me = os.getpid()
+    with Sampler() as sampler:
+        before = _memory_of(me)[1]
+        wall = time.perf_counter()
+        rows = sum(len(ids) for ids, _ in store.batches(65_536))
+        out["read_all_s"] = time.perf_counter() - wall
+    out["read_all_rows"] = rows
+    out["read_all_peak_anon_growth_mib"] = sampler.peaks.get(me, (0, 0))[1] - before
+    store.close()
     return out
 
 
@@ -258,7 +267,14 @@ def measure_apply(migration, index: Path, folder: Path, chunk_rows: int, client,
     with Sampler() as sampler, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = apply_migration(
-            corpus, path, store, output, chunk_rows=chunk_rows, client=client, sample_ids=sample[0], sample_new=sample[1]
+            corpus,
+            path,
+            store,
+            output,
+            chunk_rows=chunk_rows,
+            client=client,
+            sample_ids=sample[0],
+            sample_new=sample[1],
         )
     seconds, driver_cpu = time.perf_counter() - wall, time.process_time() - cpu
     peaks = sampler.peaks
@@ -461,7 +477,9 @@ def _print(results: dict) -> None:
                     r["mode"],
                     f"{r['vectors_per_min']:,.0f}",
                     f"{r['driver_peak_rss_mib']:,.0f} / {r['driver_peak_anon_mib']:,.0f}",
-                    f"{r['worker_peak_rss_mib']:,.0f} / {r['worker_peak_anon_mib']:,.0f}" if r["mode"] == "cluster" else "-",
+                    f"{r['worker_peak_rss_mib']:,.0f} / {r['worker_peak_anon_mib']:,.0f}"
+                    if r["mode"] == "cluster"
+                    else "-",
                     f"{r['driver_cpu_s']:.1f} / {r['workers_cpu_s']:.1f}",
                 ]
                 for r in results["apply"]
@@ -471,7 +489,8 @@ def _print(results: dict) -> None:
         o = results["open"]
         print(
             f"open IVF ({o['bytes'] / 2**20:,.0f} MiB): {o['open_first_s']:.2f} s, digest {o['digest_first_s']:.2f} s; "
-            f"second open {o['open_second_s']:.2f} s, digest {o['digest_second_s']:.3f} s"
+            f"second open {o['open_second_s']:.2f} s, digest {o['digest_second_s']:.3f} s; every row read in batches "
+            f"of 65,536 in {o['read_all_s']:.1f} s, memory +{o['read_all_peak_anon_growth_mib']:,.0f} MiB (anonymous)"
         )
     if "cascade" in results:
         c = results["cascade"]
