@@ -23,9 +23,10 @@ Measured (one thread per process; CPU seconds beside wall seconds; the host is s
   the driver and of each worker, sampled every 0.2 s (psutil) as the resident set (RSS) and its anonymous part (the
   process's own memory: RSS less the file pages it maps, which the kernel can drop; reading and writing memory-mapped
   files puts them in RSS).
-- cascade: ``--queries`` queries, one per call, through ``Migration.search`` at each depth of ``--depths`` (k=10)
-  with a FAISS new collection that starts holding the re-embedded 5% (each depth from the same start: the cold
-  pass writes what it computes; then the same queries again, warm: every candidate already there). The candidates'
+- cascade: ``--queries`` queries (200 at 1M), one per call, through ``Migration.search`` at each depth of
+  ``--depths`` (k=10) with a FAISS new collection that starts holding the re-embedded 5% (each depth from the same
+  start: the cold pass writes what it computes; then the same queries again, warm: every candidate already there).
+  The candidates'
   new vectors come from ``new_vectors(ids)``, the synthetic new model (their old vectors read from ``old.npy``, the
   map and tanh): its time is measured inside the callable. Beside it, per query: the store's own search (the IVF
   index, k=10, of the old model's query; what a user runs today). Overhead = cascade - (own search + encoding);
@@ -66,7 +67,12 @@ def add_arguments(parser) -> None:
     parser.add_argument("--chunk-rows", type=int, default=65_536, help="apply's chunk_rows (default 65,536)")
     parser.add_argument("--workers", type=int, default=2, help="LocalCluster worker processes (default 2)")
     parser.add_argument("--worker-memory", default="2GiB", help="memory limit per worker (default 2GiB)")
-    parser.add_argument("--queries", type=int, default=200, help="queries per depth, one per call (default 200)")
+    parser.add_argument(
+        "--queries",
+        type=int,
+        default=None,
+        help="queries per depth, one per call (default 200, or rows / 1,000 when fewer: a smoke run stays short)",
+    )
     parser.add_argument("--depths", default="50,100,200", help="cascade depths (default 50,100,200)")
     parser.add_argument("--budget", type=float, default=0.05, help="share re-embedded up front (default 0.05)")
     parser.add_argument("--fit-rows", type=int, default=20_000, help="rows the migration is fitted on (default 20,000)")
@@ -400,6 +406,7 @@ def run(args) -> None:
     rows = args.rows
     small = args.small_rows or rows // 5
     depths = [int(d) for d in str(args.depths).split(",") if d]
+    queries = args.queries or max(10, min(200, rows // 1000))
     parts = set(str(args.parts).split(","))
     owned = args.folder is None
     folder = Path(tempfile.mkdtemp(prefix="migration-scale-")) if owned else args.folder
@@ -420,9 +427,7 @@ def run(args) -> None:
             if "open" in parts:
                 results["open"] = measure_open(ivf)
             if "cascade" in parts:
-                results["cascade"] = measure_cascade(
-                    migration, model, ivf, npy, folder, args.queries, depths, (chosen, new)
-                )
+                results["cascade"] = measure_cascade(migration, model, ivf, npy, folder, queries, depths, (chosen, new))
     finally:
         if owned:
             shutil.rmtree(folder, ignore_errors=True)

@@ -2,14 +2,18 @@
 touches it and read back on every later touch. Every writer holds one lock (``NAME.lock`` beside the collection,
 ``_core.locks.hold_lock`` with a wait: searches take turns, briefly) and adds only the ids still missing once it holds
 it, so that two searches adding the same documents at once write each of them once and lose none; a write is atomic
-(a new FAISS file renamed over the old, a LanceDB commit, a Qdrant upsert) or, for ``.npy``, row by row in place with
-NaN marking a row not yet written (a row cut by a kill keeps a NaN and is written again).
+(a FAISS part file renamed into place, a LanceDB commit, a Qdrant upsert) or, for ``.npy``, row by row in place with
+NaN marking a row not yet written (a row cut by a kill keeps a NaN and is written again). A write costs the rows it
+adds, not the collection's size (``benchmarks migration_scale``: at 1M vectors). The searches' usage counts are
+written to ``NAME.cascade.json`` at most once a second by an open collection (``record``).
 
 Kinds (``open_collection(path, ..., kind=None)`` guesses from the suffix, else the old store's kind):
 
 - ``npy``: a ``(count, dimension)`` float32 ``.npy`` aligned with the old store's rows (the layout ``migrate apply``
   writes for a ``.npy`` index), NaN rows not yet embedded.
-- ``faiss``: a flat FAISS index inside an ``IndexIDMap2`` (integer ids), the index's metric.
+- ``faiss``: a flat FAISS index inside an ``IndexIDMap2`` (integer ids), the index's metric, with the rows written
+  since it was last rewritten in ``NAME.parts/`` (folded into the index file as the collection doubles, once it is
+  complete, and by ``compact()``; see ``FaissCollection``).
 - ``lancedb``: a LanceDB folder with one table (``id``, ``vector``).
 - ``qdrant``: a Qdrant local folder with one collection of the index's distance.
 
@@ -80,6 +84,10 @@ class NewCollection:
 
     def forget(self) -> None:
         """Drop what is cached of the collection (read again from disk next time)."""
+
+    def compact(self) -> None:
+        """Make the collection's main file hold every row written (a FAISS collection folds its part files into its
+        index file; the other kinds are whole after every write)."""
 
     def count_present(self) -> int:
         raise NotImplementedError
@@ -363,7 +371,7 @@ class FaissCollection(NewCollection):
         part_rows = len(self._read_parts())
         base_rows = len(self._read_base()[3])
         if part_rows >= base_rows or base_rows + part_rows >= self.total:
-            self.compact(locked=True)
+            self._compact()
         elif len(names) >= self.MERGE_PARTS:
             self._merge_parts(names)
 
@@ -387,14 +395,14 @@ class FaissCollection(NewCollection):
         for name in names:
             (self.parts_folder / name).unlink(missing_ok=True)
 
-    def compact(self, locked: bool = False) -> None:
+    def compact(self) -> None:
         """Fold the part files into the index file (written anew, atomically), so that ``NAME.index`` alone holds
         every row written (done by itself when the parts have grown as large as the file, and once the collection is
         complete)."""
-        if not locked:
-            with self.locked():
-                self.compact(locked=True)
-            return
+        with self.locked():
+            self._compact()
+
+    def _compact(self) -> None:
         names = self._part_names()
         if not names:
             return
