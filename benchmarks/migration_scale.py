@@ -26,11 +26,10 @@ Measured (one thread per process; CPU seconds beside wall seconds; the host is s
 - cascade: ``--queries`` queries (200 at 1M), one per call, through ``Migration.search`` at each depth of
   ``--depths`` (k=10) with a FAISS new collection that starts holding the re-embedded 5% (each depth from the same
   start: the cold pass writes what it computes; then the same queries again, warm: every candidate already there).
-  The candidates'
-  new vectors come from ``new_vectors(ids)``, the synthetic new model (their old vectors read from ``old.npy``, the
-  map and tanh): its time is measured inside the callable. Beside it, per query: the store's own search (the IVF
-  index, k=10, of the old model's query; what a user runs today). Overhead = cascade - (own search + encoding);
-  the goal (issue 40) is overhead <= 2 x (own search + encoding), read on the medians.
+  The candidates' new vectors come from ``new_vectors(ids)``, the synthetic new model (their old vectors read from
+  ``old.npy``, the map and tanh): its time is measured inside the callable. Beside it, per query: the store's own
+  search (the IVF index, k=10, of the old model's query; what a user runs today). Overhead = cascade - (own search
+  + encoding); the goal (issue 40) is overhead <= 2 x (own search + encoding), read on the medians.
 
 Results: printed, and written to ``latentstitch-results/migration-scale/results.json`` (``--output``); the data
 lives in ``--folder`` (default: a temporary folder, removed at the end; about 5 GB at 1M rows).
@@ -75,7 +74,9 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--depths", default="50,100,200", help="cascade depths (default 50,100,200)")
     parser.add_argument("--budget", type=float, default=0.05, help="share re-embedded up front (default 0.05)")
-    parser.add_argument("--fit-rows", type=int, default=20_000, help="rows the migration is fitted on (default 20,000)")
+    parser.add_argument(
+        "--fit-rows", type=int, default=None, help="rows the migration is fitted on (default 20,000, or rows / 10)"
+    )
     parser.add_argument("--nprobe", type=int, default=16, help="the IVF index's nprobe, saved in it (default 16)")
     parser.add_argument("--parts", default="open,apply,cascade", help="what to measure (default open,apply,cascade)")
     parser.add_argument("--folder", type=Path, default=None, help="where the data is written (default: a temp folder)")
@@ -416,7 +417,7 @@ def run(args) -> None:
     try:
         npy = folder / "old.npy"
         results["generate_s"] = write_index(model, npy, rows)
-        migration, chosen, new = fit(model, npy, min(args.fit_rows, rows), args.budget)
+        migration, chosen, new = fit(model, npy, args.fit_rows or min(20_000, max(2_000, rows // 10)), args.budget)
         print(f"data: {rows:,} x {WIDTH} in {results['generate_s']:.1f} s; migration fitted ({migration.mode})")
         if "apply" in parts:
             results["apply"] = _applies(args, model, migration, npy, folder, small, chosen, new)
