@@ -214,3 +214,17 @@ def test_an_npy_collection_of_a_store_whose_ids_are_its_rows_opens_without_readi
     np.testing.assert_array_equal(vectors[:5], NEW[:5])
     with pytest.raises(ValueError, match="cannot hold id 400"):
         again.lookup(np.array([3, 400]))
+
+
+def test_counts_left_for_exit_are_dropped_quietly_when_the_collection_was_removed(tmp_path, store):
+    import shutil
+
+    folder = tmp_path / "temporary" / "served"
+    folder.mkdir(parents=True)
+    collection = open_collection(folder / "new.npy", store, WIDTH, "cosine")
+    collection.record(searches=1)  # written at once
+    collection.record(searches=1)  # left for later
+    shutil.rmtree(tmp_path / "temporary")  # a temporary folder removed before the process ends
+    collection._usage.flush_quietly()  # what runs at exit: no error
+    with pytest.raises(OSError):
+        collection.flush_usage()  # asked for, the missing folder is an error

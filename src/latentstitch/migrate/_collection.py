@@ -58,7 +58,7 @@ class NewCollection:
         self.path, self.store, self.dimension, self.metric, self.option = path, store, dimension, metric, option
         self.total = store.count
         self._usage = _PendingUsage(path, option)
-        weakref.finalize(self, self._usage.flush)  # counts recorded since the last write, at the latest at exit
+        weakref.finalize(self, self._usage.flush_quietly)  # what it recorded is written, at the latest at exit
 
     def error(self, message: str) -> StoreError:
         return StoreError(f"{self.option}: {str(self.path)!r} {message}")
@@ -159,6 +159,12 @@ class _PendingUsage:
             self.add(counts)  # kept for the next write
             raise
 
+    def flush_quietly(self) -> None:
+        """``flush`` when the object is collected or the process exits: a collection removed meanwhile (a temporary
+        folder) is not an error then."""
+        with contextlib.suppress(OSError, StoreError):
+            self.flush()
+
 
 @contextlib.contextmanager
 def _locked(path: Path, option: str) -> Iterator[None]:
@@ -254,10 +260,11 @@ class FaissCollection(NewCollection):
     files. When the collection holds every id of the index (``complete``), or on ``compact()``, the parts are folded
     into the file: ``NAME.index`` alone is then the new index, for any FAISS reader.
 
-    Readers never take the lock: the index file is read again only when its size changes (rows only grow, and its size
-    is a function of its row count), a part is read once (its name is never reused). A reader that lists a part a
-    compaction then removes skips it; rows it misses (a stale read) are looked up again under the lock before anything
-    is written, and a row held twice (a kill between a compaction's rename and the parts' removal) is counted once."""
+    Readers never take the lock: the index file is read again when its size changes (rows only grow, and its size is
+    a function of its row count; a writer under the lock needs no fresh read), a part is read once (its name is never
+    reused). A reader that lists a part a compaction then removes skips it; rows it misses (a stale read) are looked
+    up again under the lock before anything is written, and a row held twice (a kill between a compaction's rename and
+    the parts' removal) is counted once."""
 
     kind = "faiss"
     #: Part files merged into one when there are this many.
@@ -266,7 +273,7 @@ class FaissCollection(NewCollection):
     def __init__(self, path: Path, store: VectorStore, dimension: int, metric: str, option: str):
         super().__init__(path, store, dimension, metric, option)
         self.lib = require("faiss", "faiss", package="faiss-cpu")
-        self._base: tuple | None = None  # (size, owner, index, held ids, vectors, sort order of held)
+        self._base: tuple | None = None  # (stat, owner, index, held ids, vectors, sort order of held)
         self._parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._part_rows: dict[int, np.ndarray] = {}  # id -> its vector, over the parts read
         self._lock_state = threading.Lock()
@@ -286,10 +293,12 @@ class FaissCollection(NewCollection):
             raise self.error(f"cannot be read by FAISS ({str(error).splitlines()[0][:200]})") from None
 
     def _read_base(self) -> tuple:
-        """The index file (cached while its size is the one read): its owning object, its id-map view (which points
-        into the owner: both are kept together), its ids, its vectors (a view of the owner's memory), their sort."""
+        """The index file (cached while its size, inode and time are the ones read): its owning object, its id-map
+        view (which points into the owner: both are kept together), its ids, its vectors (a view of the owner's
+        memory), their sort."""
         try:
-            size = self.path.stat().st_size
+            stat = self.path.stat()
+            size = (stat.st_size, stat.st_ino, stat.st_mtime_ns)  # rows only grow: the size alone tells a rewrite
         except FileNotFoundError:
             return (None, None, None, np.zeros(0, np.int64), None, np.zeros(0, np.int64))
         base = self._base
