@@ -145,6 +145,8 @@ def cascade_search(
         collection.record(
             searches=1, queries=len(queries), candidates=len(unique), reused=int(found.sum()), embedded=len(missing)
         )
+        if collection is not new_store:  # opened here from a path: its counts are written now
+            collection.flush_usage()
     top_ids, top_scores = rank(migration.metric, queries, ids, mask, vectors, inverse, k)
     return CascadeResult(top_ids, top_scores, len(unique), int(found.sum()), len(missing), written)
 

@@ -2,14 +2,18 @@
 touches it and read back on every later touch. Every writer holds one lock (``NAME.lock`` beside the collection,
 ``_core.locks.hold_lock`` with a wait: searches take turns, briefly) and adds only the ids still missing once it holds
 it, so that two searches adding the same documents at once write each of them once and lose none; a write is atomic
-(a new FAISS file renamed over the old, a LanceDB commit, a Qdrant upsert) or, for ``.npy``, row by row in place with
-NaN marking a row not yet written (a row cut by a kill keeps a NaN and is written again).
+(a FAISS part file renamed into place, a LanceDB commit, a Qdrant upsert) or, for ``.npy``, row by row in place with
+NaN marking a row not yet written (a row cut by a kill keeps a NaN and is written again). A write costs the rows it
+adds, not the collection's size (``benchmarks migration_scale``: at 1M vectors). The searches' usage counts are
+written to ``NAME.cascade.json`` at most once a second by an open collection (``record``).
 
 Kinds (``open_collection(path, ..., kind=None)`` guesses from the suffix, else the old store's kind):
 
 - ``npy``: a ``(count, dimension)`` float32 ``.npy`` aligned with the old store's rows (the layout ``migrate apply``
   writes for a ``.npy`` index), NaN rows not yet embedded.
-- ``faiss``: a flat FAISS index inside an ``IndexIDMap2`` (integer ids), the index's metric.
+- ``faiss``: a flat FAISS index inside an ``IndexIDMap2`` (integer ids), the index's metric, with the rows written
+  since it was last rewritten in ``NAME.parts/`` (folded into the index file as the collection doubles, once it is
+  complete, and by ``compact()``; see ``FaissCollection``).
 - ``lancedb``: a LanceDB folder with one table (``id``, ``vector``).
 - ``qdrant``: a Qdrant local folder with one collection of the index's distance.
 
@@ -20,6 +24,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
+import time
+import uuid
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -49,18 +57,14 @@ class NewCollection:
     def __init__(self, path: Path, store: VectorStore, dimension: int, metric: str, option: str):
         self.path, self.store, self.dimension, self.metric, self.option = path, store, dimension, metric, option
         self.total = store.count
+        self._usage = _PendingUsage(path, option)
+        weakref.finalize(self, self._usage.flush_quietly)  # what it recorded is written, at the latest at exit
 
     def error(self, message: str) -> StoreError:
         return StoreError(f"{self.option}: {str(self.path)!r} {message}")
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        lock = self.path.with_name(self.path.name + ".lock")
-        try:
-            with hold_lock(lock, f"{self.option}: {str(self.path)!r} is being written by another search", LOCK_WAIT):
-                yield
-        except FolderBusy as error:
-            raise self.error(f"stayed locked for {LOCK_WAIT:.0f} s: {error}") from None
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        return _locked(self.path, self.option)
 
     def lookup(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError
@@ -81,6 +85,10 @@ class NewCollection:
     def forget(self) -> None:
         """Drop what is cached of the collection (read again from disk next time)."""
 
+    def compact(self) -> None:
+        """Make the collection's main file hold every row written (a FAISS collection folds its part files into its
+        index file; the other kinds are whole after every write)."""
+
     def count_present(self) -> int:
         raise NotImplementedError
 
@@ -88,27 +96,92 @@ class NewCollection:
         return self.path.with_name(self.path.name + ".cascade.json")
 
     def usage(self) -> dict[str, int]:
-        """The searches' running totals: queries, candidates looked up, found already there, embedded."""
-        try:
-            payload = json.loads(self.log_path().read_text())
-            return {key: int(payload.get(key, 0)) for key in USAGE}
-        except (OSError, ValueError, TypeError, AttributeError):
-            return dict.fromkeys(USAGE, 0)
+        """The searches' running totals: queries, candidates looked up, found already there, embedded (the log's,
+        with what this object has recorded since it last wrote it)."""
+        logged, pending = _read_usage(self.log_path()), self._usage.counts
+        return {key: logged[key] + pending.get(key, 0) for key in USAGE}
 
     def record(self, **counts: int) -> None:
-        """Add ``counts`` to the usage log (under the lock; the log is rewritten atomically)."""
-        with self.locked():
-            usage = self.usage()
-            for key, value in counts.items():
-                usage[key] += int(value)
-            write_text(self.log_path(), json.dumps(usage, indent=2) + "\n", option=self.option)
+        """Add ``counts`` to the usage log. The log is rewritten (atomically, under the lock) at most once every
+        ``USAGE_EVERY`` seconds per collection object, and by ``flush_usage`` (a search given the collection by
+        path flushes at its end; an object kept open also flushes when it is collected or the process exits): a
+        search served from an open collection does not pay for a locked, synced write of its counts."""
+        if self._usage.add(counts):
+            self.flush_usage()
+
+    def flush_usage(self) -> None:
+        """Write the counts recorded by this object into the usage log now."""
+        self._usage.flush()
 
 
 USAGE = ("searches", "queries", "candidates", "reused", "embedded")
+#: Seconds between two writes of the usage log by one collection object.
+USAGE_EVERY = 1.0
 
 
-def _id_positions(store: VectorStore) -> dict[Any, int]:
-    """Each id of the old store -> its row in the store's reading order."""
+def _read_usage(log: Path) -> dict[str, int]:
+    try:
+        payload = json.loads(log.read_text())
+        return {key: int(payload.get(key, 0)) for key in USAGE}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return dict.fromkeys(USAGE, 0)
+
+
+class _PendingUsage:
+    """A collection object's usage counts not written to its log yet (``NewCollection.record``)."""
+
+    def __init__(self, path: Path, option: str):
+        self.path, self.option = path, option
+        self.counts: dict[str, int] = {}
+        self.guard = threading.Lock()
+        self.flushed = -float("inf")
+
+    def add(self, counts: dict[str, int]) -> bool:
+        """Add ``counts``; whether the log is due to be written."""
+        with self.guard:
+            for key, value in counts.items():
+                self.counts[key] = self.counts.get(key, 0) + int(value)
+            return time.monotonic() - self.flushed >= USAGE_EVERY
+
+    def flush(self) -> None:
+        with self.guard:
+            counts, self.counts, self.flushed = self.counts, {}, time.monotonic()
+        if not any(counts.values()):
+            return
+        try:
+            with _locked(self.path, self.option):
+                log = self.path.with_name(self.path.name + ".cascade.json")
+                usage = _read_usage(log)
+                for key, value in counts.items():
+                    usage[key] += value
+                write_text(log, json.dumps(usage, indent=2) + "\n", option=self.option)
+        except BaseException:
+            self.add(counts)  # kept for the next write
+            raise
+
+    def flush_quietly(self) -> None:
+        """``flush`` when the object is collected or the process exits: a collection removed meanwhile (a temporary
+        folder) is not an error then."""
+        with contextlib.suppress(OSError, StoreError):
+            self.flush()
+
+
+@contextlib.contextmanager
+def _locked(path: Path, option: str) -> Iterator[None]:
+    """The collection's lock (``NAME.lock`` beside it), waited for up to ``LOCK_WAIT`` seconds."""
+    lock = path.with_name(path.name + ".lock")
+    try:
+        with hold_lock(lock, f"{option}: {str(path)!r} is being written by another search", LOCK_WAIT):
+            yield
+    except FolderBusy as error:
+        raise StoreError(f"{option}: {str(path)!r} stayed locked for {LOCK_WAIT:.0f} s: {error}") from None
+
+
+def _id_positions(store: VectorStore) -> dict[Any, int] | None:
+    """Each id of the old store -> its row in the store's reading order; None for a store whose ids are its row
+    numbers (nothing to read: a search given the collection by path does not read the whole store)."""
+    if store.ids_are_rows:
+        return None
     out: dict[Any, int] = {}
     row = 0
     for ids, _ in store.batches():
@@ -144,6 +217,13 @@ class NpyCollection(NewCollection):
             )
 
     def _positions(self, ids: np.ndarray) -> np.ndarray:
+        if self.rows is None:  # the ids are the rows
+            ids = np.asarray(ids)
+            outside = ids.dtype.kind not in "iu" or (len(ids) and not ((ids >= 0) & (ids < self.total)).all())
+            if outside:
+                bad = next(v for v in ids.tolist() if not isinstance(v, int) or not 0 <= v < self.total)
+                raise self.error(f"cannot hold id {bad!r}: it is not in the index")
+            return ids.astype(np.int64)
         try:
             return np.asarray([self.rows[value] for value in np.asarray(ids).tolist()], dtype=np.int64)
         except KeyError as error:
@@ -168,15 +248,43 @@ class NpyCollection(NewCollection):
 
 
 class FaissCollection(NewCollection):
+    """A flat FAISS index inside an ``IndexIDMap2`` (``NAME.index``), and the rows written since it was last
+    rewritten in ``NAME.index.parts/``: a write costs its own rows, not the collection's.
+
+    The first write creates the index file; each later write adds one part file (``part-SEQUENCE-TOKEN.npy``, a
+    structured array of ids and vectors, written atomically under a name never used again). Once the parts hold as
+    many rows as the index file, the parts are folded into it (the file written anew, atomically, then the parts
+    removed): the file is rewritten each time the collection doubles, so a row is copied a bounded number of times
+    however many writes there are (amortised O(rows written) per write, where rewriting the file on every write cost
+    O(collection)). Every ``MERGE_PARTS`` parts are merged into one (cost: the parts' rows), so a lookup lists a few
+    files. When the collection holds every id of the index (``complete``), or on ``compact()``, the parts are folded
+    into the file: ``NAME.index`` alone is then the new index, for any FAISS reader.
+
+    Readers never take the lock: the index file is read again when its size changes (rows only grow, and its size is
+    a function of its row count; a writer under the lock needs no fresh read), a part is read once (its name is never
+    reused). A reader that lists a part a compaction then removes skips it; rows it misses (a stale read) are looked
+    up again under the lock before anything is written, and a row held twice (a kill between a compaction's rename and
+    the parts' removal) is counted once."""
+
     kind = "faiss"
+    #: Part files merged into one when there are this many.
+    MERGE_PARTS = 32
 
     def __init__(self, path: Path, store: VectorStore, dimension: int, metric: str, option: str):
         super().__init__(path, store, dimension, metric, option)
         self.lib = require("faiss", "faiss", package="faiss-cpu")
+        self._base: tuple | None = None  # (stat, owner, index, held ids, vectors, sort order of held)
+        self._parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._part_rows: dict[int, np.ndarray] = {}  # id -> its vector, over the parts read
+        self._lock_state = threading.Lock()
         if path.exists():
-            index = self._read()
-            if index.d != dimension:
-                raise self.error(f"holds {index.d}-dimensional vectors, not the new model's {dimension}")
+            base = self._read_base()
+            if base[2].d != dimension:
+                raise self.error(f"holds {base[2].d}-dimensional vectors, not the new model's {dimension}")
+
+    @property
+    def parts_folder(self) -> Path:
+        return self.path.with_name(self.path.name + ".parts")
 
     def _read(self):
         try:
@@ -184,63 +292,163 @@ class FaissCollection(NewCollection):
         except RuntimeError as error:
             raise self.error(f"cannot be read by FAISS ({str(error).splitlines()[0][:200]})") from None
 
-    def _held(self) -> tuple[Any, Any, np.ndarray]:
-        """The index file's owning object, its id-map view (which points into the owner: both are kept together)
-        and its ids. Outside the lock, read again only when the file's stat changed (every write replaces it);
-        a stat can repeat (a reused inode, the same size, a coarse clock: seen with three processes), so a writer
-        holding the lock reads the file afresh (``forget``) and a stale read outside it only misses ids that a later
-        check under the lock finds."""
+    def _read_base(self) -> tuple:
+        """The index file (cached while its size, inode and time are the ones read): its owning object, its id-map
+        view (which points into the owner: both are kept together), its ids, its vectors (a view of the owner's
+        memory), their sort."""
         try:
             stat = self.path.stat()
+            size = (stat.st_size, stat.st_ino, stat.st_mtime_ns)  # rows only grow: the size alone tells a rewrite
         except FileNotFoundError:
-            return None, None, np.zeros(0, np.int64)
-        version = (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
-        cached = getattr(self, "_cached", None)  # one read of it: another thread may replace it meanwhile
-        if cached is None or cached[0] != version:
+            return (None, None, None, np.zeros(0, np.int64), None, np.zeros(0, np.int64))
+        base = self._base
+        if base is None or base[0] != size:
             owner = self._read()
             index = self.lib.downcast_index(owner)
             if not hasattr(index, "id_map"):
                 raise self.error("is not a FAISS index with an id map (not a collection written by migrate search)")
             held = self.lib.vector_to_array(index.id_map)
-            vectors = self.lib.downcast_index(index.index).reconstruct_n(0, index.ntotal) if len(held) else None
-            order = np.argsort(held, kind="stable")
-            cached = (version, owner, index, held, vectors, order)
-            self._cached = cached
-        return cached[1:4]
+            flat = self.lib.downcast_index(index.index)
+            if len(held) and hasattr(flat, "get_xb"):  # a view, not a copy: the owner is never changed once read
+                vectors = self.lib.rev_swig_ptr(flat.get_xb(), len(held) * index.d).reshape(len(held), index.d)
+            else:
+                vectors = flat.reconstruct_n(0, index.ntotal) if len(held) else None
+            base = (size, owner, index, held, vectors, np.argsort(held, kind="stable"))
+            self._base = base
+        return base
+
+    def _part_names(self) -> list[str]:
+        try:
+            names = os.listdir(self.parts_folder)
+        except FileNotFoundError:
+            return []
+        return sorted(name for name in names if name.startswith("part-") and name.endswith(".npy"))
+
+    def _read_parts(self) -> dict[int, np.ndarray]:
+        """Each id held by the part files listed now -> its vector (a part read once; one removed is forgotten)."""
+        names = self._part_names()
+        with self._lock_state:
+            if set(self._parts) - set(names):  # merged or folded into the file: forget them
+                self._parts = {name: part for name, part in self._parts.items() if name in names}
+                self._part_rows = {}
+                for ids, vectors in self._parts.values():
+                    self._part_rows.update(zip(ids.tolist(), vectors, strict=True))
+            for name in names:
+                if name in self._parts:
+                    continue
+                try:
+                    data = np.load(self.parts_folder / name, allow_pickle=False)
+                except FileNotFoundError:
+                    continue  # folded into the file meanwhile (a stale read: checked again under the lock)
+                except (OSError, ValueError) as error:
+                    raise self.error(f"has a damaged part file {name!r} ({error})") from None
+                if data.dtype.names != ("id", "vector") or data["vector"].shape[1:] != (self.dimension,):
+                    raise self.error(f"has a part file {name!r} that is not a collection part")
+                ids, vectors = data["id"].astype(np.int64), data["vector"].astype(np.float32)
+                self._parts[name] = (ids, vectors)
+                self._part_rows.update(zip(ids.tolist(), vectors, strict=True))
+            return self._part_rows
 
     def forget(self) -> None:
-        self._cached = None
-
-    def _vectors_of(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Which ``ids`` the index holds, and their vectors (NaN rows where not): one sorted search, no loop."""
-        if self._held()[0] is None:
-            return np.zeros(len(ids), bool), np.full((len(ids), self.dimension), np.nan, np.float32)
-        cached = self._cached
-        vectors = np.full((len(ids), self.dimension), np.nan, np.float32)
-        if cached is None or cached[4] is None:
-            return np.zeros(len(ids), bool), vectors
-        held, stored, order = cached[3], cached[4], cached[5]
-        where = np.clip(np.searchsorted(held[order], ids), 0, len(held) - 1)
-        found = held[order][where] == ids
-        vectors[found] = stored[order[where[found]]]
-        return found, vectors
+        """Nothing to drop: the file is read again whenever its size changed and a part's name is never reused."""
 
     def lookup(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self._vectors_of(np.asarray(ids).astype(np.int64))
+        ids = np.asarray(ids).astype(np.int64)
+        _, _, _, held, stored, order = self._read_base()
+        parts = self._read_parts()
+        vectors = np.full((len(ids), self.dimension), np.nan, np.float32)
+        found = np.zeros(len(ids), bool)
+        if len(held):
+            where = np.clip(np.searchsorted(held[order], ids), 0, len(held) - 1)
+            found = held[order][where] == ids
+            vectors[found] = stored[order[where[found]]]
+        if parts:
+            for row in np.flatnonzero(~found):
+                vector = parts.get(int(ids[row]))
+                if vector is not None:
+                    vectors[row], found[row] = vector, True
+        return found, vectors
 
     def _write(self, ids: np.ndarray, vectors: np.ndarray) -> None:
-        owner, index, _ = self._held()
-        self._cached = None  # the object below is changed: the next read takes the file written
-        if index is None:
+        ids = np.asarray(ids).astype(np.int64)
+        vectors = np.ascontiguousarray(vectors, np.float32)
+        if not self.path.exists():
+            self._rewrite(ids, vectors)
+            return
+        self._write_part(ids, vectors)
+        names = self._part_names()
+        part_rows = len(self._read_parts())
+        base_rows = len(self._read_base()[3])
+        if part_rows >= base_rows or base_rows + part_rows >= self.total:
+            self._compact()
+        elif len(names) >= self.MERGE_PARTS:
+            self._merge_parts(names)
+
+    def _write_part(self, ids: np.ndarray, vectors: np.ndarray, names: list[str] | None = None) -> None:
+        self.parts_folder.mkdir(exist_ok=True)
+        sequence = max((int(name.split("-")[1]) for name in (names or self._part_names())), default=0) + 1
+        data = np.empty(len(ids), dtype=[("id", "<i8"), ("vector", "<f4", (self.dimension,))])
+        data["id"], data["vector"] = ids, vectors
+        with atomic_path(self.parts_folder / f"part-{sequence:09d}-{uuid.uuid4().hex}.npy", option=self.option) as tmp:
+            with open(tmp, "wb") as handle:
+                np.save(handle, data, allow_pickle=False)
+
+    def _merge_parts(self, names: list[str]) -> None:
+        """Under the lock: the parts ``names`` written as one (then removed)."""
+        self._read_parts()
+        held = [self._parts[name] for name in names if name in self._parts]
+        ids = np.concatenate([part[0] for part in held])
+        ids, first = np.unique(ids, return_index=True)
+        vectors = np.concatenate([part[1] for part in held])[first]
+        self._write_part(ids, vectors, names)
+        for name in names:
+            (self.parts_folder / name).unlink(missing_ok=True)
+
+    def compact(self) -> None:
+        """Fold the part files into the index file (written anew, atomically), so that ``NAME.index`` alone holds
+        every row written (done by itself when the parts have grown as large as the file, and once the collection is
+        complete)."""
+        with self.locked():
+            self._compact()
+
+    def _compact(self) -> None:
+        names = self._part_names()
+        if not names:
+            return
+        held = self._read_base()[3]
+        ids, vectors = self._parts_held()
+        keep = ~np.isin(ids, held)  # a kill after an earlier compaction's rename left its parts: not added twice
+        if keep.any():
+            ids, vectors = ids[keep], vectors[keep]
+            self._rewrite(ids, vectors)
+        for name in names:
+            (self.parts_folder / name).unlink(missing_ok=True)
+
+    def _rewrite(self, ids: np.ndarray, vectors: np.ndarray) -> None:
+        """The index file written anew (atomically) with ``ids`` added to what it holds (read afresh: the cached
+        index is never changed, a lookup may be reading it)."""
+        if self.path.exists():
+            owner = self._read()  # owns the C++ object the downcast view points into: kept until written
+            index = self.lib.downcast_index(owner)
+        else:
             metric = self.lib.METRIC_L2 if self.metric == "l2" else self.lib.METRIC_INNER_PRODUCT
             index = self.lib.IndexIDMap2(self.lib.IndexFlat(self.dimension, metric))
         index.add_with_ids(np.ascontiguousarray(vectors, np.float32), np.asarray(ids).astype(np.int64))
         with atomic_path(self.path, option=self.option) as temporary:
             self.lib.write_index(index, str(temporary))
-        del owner
+
+    def _parts_held(self) -> tuple[np.ndarray, np.ndarray]:
+        """The ids the part files hold (each once) and their vectors."""
+        parts = self._read_parts()
+        with self._lock_state:  # another thread may be adding to the dict
+            ids = np.fromiter(parts.keys(), np.int64, len(parts))
+            vectors = np.stack(list(parts.values())) if len(parts) else np.zeros((0, self.dimension), np.float32)
+        return ids, vectors
 
     def count_present(self) -> int:
-        return len(self._held()[2])
+        held = self._read_base()[3]
+        ids, _ = self._parts_held()
+        return len(held) + int((~np.isin(ids, held)).sum())
 
 
 class LanceCollection(NewCollection):

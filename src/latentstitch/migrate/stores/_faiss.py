@@ -14,7 +14,14 @@ from typing import Any
 import numpy as np
 
 from latentstitch._core.extras import require
-from latentstitch.migrate.stores._protocol import BATCH_ROWS, StoreError, StoreWriter, VectorStore, unit_norm
+from latentstitch.migrate.stores._protocol import (
+    BATCH_ROWS,
+    StoreError,
+    StoreWriter,
+    VectorStore,
+    exact_batches,
+    unit_norm,
+)
 
 #: fourcc -> index type this connector reads (vectors stored as float32 in each).
 INDEX_TYPES = {b"IxFI": "flat", b"IxF2": "flat", b"IxFl": "flat", b"IwFl": "ivf", b"IHNf": "hnsw"}
@@ -98,34 +105,35 @@ class FaissStore(VectorStore):
         if stop <= start:
             return np.empty((0, self.dimension), np.float32)
         if self.header["type"] == "ivf":
-            return next(self._ivf_lists(start, stop))[1]
+            parts = [vectors for _, vectors in self._ivf_lists(start, stop)]
+            return np.concatenate(parts) if parts else np.zeros((0, self.dimension), np.float32)
         return self.inner.reconstruct_n(start, stop - start)
 
     def _ivf_lists(self, start: int = 0, stop: int | None = None):
-        """(ids, vectors) of the IVF lists, in list order; with start/stop: those rows of that order only."""
+        """(ids, vectors) of each IVF list in list order, from row ``start`` to ``stop`` of that order: one list
+        copied out of the index at a time (the index is not copied whole)."""
         lib = faiss()
         invlists, width = self.inner.invlists, self.inner.code_size // 4
-        ids_all, vectors_all, seen = [], [], 0
+        seen = 0
         for number in range(self.inner.nlist):
             size = invlists.list_size(number)
             if not size:
                 continue
+            if stop is not None and seen >= stop:
+                return
+            first, seen = seen, seen + size
+            if seen <= start:
+                continue
             ids = lib.rev_swig_ptr(invlists.get_ids(number), size).copy()
             codes = lib.rev_swig_ptr(invlists.get_codes(number), size * self.inner.code_size).copy()
-            ids_all.append(ids)
-            vectors_all.append(codes.view(np.float32).reshape(size, width))
-            seen += size
-            if stop is not None and seen >= stop:
-                break
-        ids, vectors = np.concatenate(ids_all), np.concatenate(vectors_all)
-        yield ids[start:stop], vectors[start:stop]
+            low, high = max(start - first, 0), size if stop is None else min(stop - first, size)
+            yield ids[low:high], codes.view(np.float32).reshape(size, width)[low:high]
 
     def batches(self, rows: int = BATCH_ROWS):
         if self.header["type"] == "ivf":
-            ids, vectors = next(self._ivf_lists())
-            ids = np.asarray(self.index.id_map)[ids] if self.header["idmap"] else ids
-            for start in range(0, len(ids), rows):
-                yield ids[start : start + rows], vectors[start : start + rows]
+            id_map = faiss().vector_to_array(self.index.id_map) if self.header["idmap"] else None
+            lists = ((ids if id_map is None else id_map[ids], vectors) for ids, vectors in self._ivf_lists())
+            yield from exact_batches(lists, rows)
             return
         id_map = faiss().vector_to_array(self.index.id_map) if self.header["idmap"] else None
         for start in range(0, self.count, rows):

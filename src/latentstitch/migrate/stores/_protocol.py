@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -218,17 +219,61 @@ def check_ids(ids: np.ndarray, error: Callable[[str], Exception]) -> None:
         raise error(f"has {len(ids) - len(unique)} duplicated ids (e.g. {shown}); each id must appear once")
 
 
+#: Each fingerprinted path (resolved) -> (the stat of its files when hashed, the digest).
+_FINGERPRINTS: dict[str, tuple[tuple, str]] = {}
+#: A file changed less than this many seconds before it was hashed leaves no cached digest: a second change within
+#: the file system's timestamp granularity (1-2 s on some) could otherwise leave its stat as it was.
+RECENT_SECONDS = 2.0
+
+
+def _files(path: Path) -> list[Path]:
+    return [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+
+
+def _stats(path: Path, files: list[Path]) -> tuple:
+    """What identifies each file's content without reading it: name, device, inode, size, modification and change
+    times (the change time is set by the system on every write, truncation or rename; no program can set it)."""
+    out = []
+    for file in files:
+        st = file.stat()
+        out.append(
+            (
+                str(file.relative_to(path)) if path.is_dir() else "",
+                st.st_dev,
+                st.st_ino,
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+            )
+        )
+    return tuple(out)
+
+
 def fingerprint(path: Path) -> str:
-    """sha256 over a file, or over a folder's files (relative names and contents, in sorted order)."""
+    """sha256 over a file, or over a folder's files (relative names and contents, in sorted order), read in 4 MiB
+    blocks (memory: one block). Cached in this process by the files' stat (``_stats``): an unchanged index is
+    hashed once per process, however many times it is opened; a file written, truncated or replaced since has
+    another change time (or size, or inode) and is hashed again. A file changed less than ``RECENT_SECONDS`` before it
+    was hashed is not cached."""
+    files = _files(path)
+    key = _stats(path, files)
+    name = str(path.resolve())
+    cached = _FINGERPRINTS.get(name)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    started = time.time_ns()
     digest = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     for file in files:
         if path.is_dir():
             digest.update(str(file.relative_to(path)).encode() + b"\0")
         with open(file, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 22), b""):
                 digest.update(block)
-    return digest.hexdigest()
+    value = digest.hexdigest()
+    settled = all(started - max(s[4], s[5]) > RECENT_SECONDS * 1e9 for s in key)
+    if settled and _stats(path, _files(path)) == key:  # unchanged while it was read
+        _FINGERPRINTS[name] = (key, value)
+    return value
 
 
 def unit_norm(vectors: np.ndarray, tolerance: float = 1e-3) -> bool:
