@@ -3,6 +3,7 @@ will see; the mode chosen on labelled queries; the bridge refitted on every re-e
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -176,15 +177,23 @@ def test_refit_uses_every_re_embedded_item_and_says_so(tmp_path):
     assert deployed.mode == migration.mode and deployed.holdout_ids == []
     assert {m: b.route_ for m, b in deployed.bridges.items()} == {m: b.route_ for m, b in migration.bridges.items()}
     assert "refitted on all 200 re-embedded items" in deployed.notes[-1]
+    assert deployed.refitted == {"n_sample": 200, "n_queries": 0, "certified_n_sample": migration.n_sample}
     # the held-out items now shape the bridge: their bridged vectors move closer to their new vectors
     before = migration.transform_corpus(world["old"][held_ids])
     after = deployed.transform_corpus(world["old"][held_ids])
     target = world["new"][held_ids]
     assert np.mean(np.sum(after * target, axis=1)) > np.mean(np.sum(before * target, axis=1))
     loaded = Migration.load(deployed.save(tmp_path / "m.json"))
-    assert loaded.notes == deployed.notes
-    with pytest.raises(ValueError, match="holdout_ids"):  # nothing is left to certify it on
+    assert loaded.notes == deployed.notes and loaded.refitted == deployed.refitted
+    with pytest.raises(ValueError, match="migration: it was refitted"):  # nothing is left to certify it on
         certify_migration(loaded, np.arange(400), world["old"], sample_ids, world["new"][sample_ids], held_ids)
+    # the record is checked on load: a refit that does not say on how many items is refused
+    path = tmp_path / "m.json"
+    payload = json.loads(path.read_text())
+    payload["refitted"] = {"n_sample": "all"}
+    path.write_text(json.dumps(payload))
+    with pytest.raises(ValueError, match="'refitted' must record n_sample, n_queries, certified_n_sample"):
+        Migration.load(path)
 
 
 def test_with_labelled_queries_each_modes_route_is_the_one_its_queries_score_best():

@@ -1,4 +1,4 @@
-"""Move a vector index to a new embedding model without re-embedding all of it: plan, fit, certify, apply.
+"""Move a vector index to a new embedding model without re-embedding all of it: plan, fit, certify, refit, apply.
 
 - ``plan_sample(ids, old_vectors, budget)``: which documents to re-embed (random, k-means coverage, farthest
   point), with a held-out part for the certificate.
@@ -18,7 +18,7 @@
 - ``stores.open_store(path)``: FAISS, LanceDB, Chroma, Qdrant (local), Milvus Lite and embedding files behind one
   protocol.
 
-The command line: ``latentstitch migrate plan|fit|certify|apply|search|status``.
+The command line: ``latentstitch migrate plan|fit|certify|refit|apply|search|status``.
 """
 
 from latentstitch.migrate._apply import ApplyResult, apply_migration, work_folder

@@ -367,8 +367,10 @@ def refit_migration(
 ) -> Migration:
     """The migration to deploy once certified: each mode's bridge, on the route it chose, refitted on every
     re-embedded item (those held out for the certificate too) and ``queries`` when given. The mode, the route and
-    the cross-validated scores stay those of ``migration``; a note says so, and ``holdout_ids`` is empty (nothing is
-    left to certify it on: its certificate is the one of ``migration``)."""
+    the cross-validated scores stay those of ``migration``; ``refitted`` records the refit (the items and queries
+    refitted on, and the items the certified bridge was fitted on), a note says so, and ``holdout_ids`` is empty:
+    nothing is left to certify it on (``certify_migration`` refuses it); its certificate is the one of
+    ``migration``, measured before the refit. ``index`` (the fitted index's record) is carried over."""
     if not isinstance(migration, Migration):
         raise TypeError(f"migration: expected a Migration (fit_migration's result), got {type(migration).__name__}")
     check_seed(seed)
@@ -399,11 +401,12 @@ def refit_migration(
         mode: _bridge(mode, source_old, source_new, [bridge.route_], seed, inner_folds, old_n)
         for mode, bridge in migration.bridges.items()
     }
+    certified = migration.n_sample if migration.refitted is None else migration.refitted["certified_n_sample"]
     note = (
         f"refitted on all {len(ids)} re-embedded items"
         + ("" if queries is None else f" and {len(queries.new)} queries")
         + " after certification (the held-out ones included); the certificate measured the bridge fitted on "
-        f"{migration.n_sample}"
+        f"{certified}"
     )
     return Migration(
         mode=migration.mode,
@@ -417,4 +420,10 @@ def refit_migration(
         new_dimension=migration.new_dimension,
         notes=[*migration.notes, note],
         holdout_ids=[],
+        index=None if migration.index is None else dict(migration.index),
+        refitted={
+            "n_sample": len(ids),
+            "n_queries": 0 if queries is None else len(queries.new),
+            "certified_n_sample": certified,
+        },
     )
