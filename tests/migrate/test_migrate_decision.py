@@ -223,3 +223,25 @@ def test_with_labelled_queries_each_modes_route_is_the_one_its_queries_score_bes
         by_route = {route: np.mean(m.cv_mrr[mode]) for route, m in alone.items()}
         assert np.mean(both.cv_mrr[mode]) == pytest.approx(max(by_route.values()))
         assert by_route[bridge.route_] == pytest.approx(max(by_route.values()))
+
+
+def test_a_small_sample_from_the_library_s_own_plan_is_fitted_with_fewer_inner_folds():
+    """`plan` at 20 documents holds 10 out, leaving 10-14 to fit on: the default inner_folds=3 needs 15, so fit used
+    to fail naming ``cv`` (an argument of Bridge, not of fit_migration or the CLI). Now the route's cross-validation
+    uses the folds the pairs allow and says so; below 10 pairs the error names the sample."""
+    world = _world(0, "sharper")
+    n = len(world["old"])
+    sample_ids = np.random.default_rng(0).choice(n, size=22, replace=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        migration = fit_migration(
+            np.arange(n), world["old"], sample_ids, world["new"][sample_ids], holdout_ids=sample_ids[:10], seed=0
+        )
+    assert migration.n_sample == 12
+    assert any("inner_folds: 2 of the 3 asked" in note for note in migration.notes)
+    deployed = refit_migration(migration, np.arange(n), world["old"], sample_ids, world["new"][sample_ids])
+    assert deployed.n_sample == 22
+    with pytest.raises(ValueError, match="sample_ids: expected at least 10 re-embedded items to fit on"):
+        fit_migration(
+            np.arange(n), world["old"], sample_ids, world["new"][sample_ids], holdout_ids=sample_ids[:13], seed=0
+        )

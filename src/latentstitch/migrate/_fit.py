@@ -27,7 +27,7 @@ from sklearn.base import clone
 
 from latentstitch._core.folds import kfold, training_rows
 from latentstitch._core.params import check_positive_int, check_seed
-from latentstitch.bridge import Bridge, resolve_routes
+from latentstitch.bridge import MIN_PER_FOLD, Bridge, resolve_routes
 from latentstitch.migrate._inputs import (
     MigrationWarning,
     check_ids,
@@ -144,6 +144,24 @@ def _pairs(mode: str, old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.
     return (new, old) if mode == "query" else (old, new)
 
 
+def _inner_folds(asked: int, pairs: int) -> tuple[int, str | None]:
+    """The folds of the bridge's own route choice on ``pairs`` fit pairs: ``asked``, or as many as hold
+    ``MIN_PER_FOLD`` pairs each (at least 2; a note says so): a plan of 20 documents holds 10 out and leaves 10-14 to
+    fit on. Fewer than two folds' worth of pairs is an error naming the sample."""
+    usable = pairs // MIN_PER_FOLD
+    if usable < 2:
+        raise ValueError(
+            f"sample_ids: expected at least {2 * MIN_PER_FOLD} re-embedded items to fit on (outside holdout_ids, the "
+            f"queries' pairs counted), got {pairs}; re-embed more (a larger plan budget) or hold fewer out"
+        )
+    if usable >= asked:
+        return asked, None
+    return usable, (
+        f"inner_folds: {usable} of the {asked} asked: the route's cross-validation needs at least {MIN_PER_FOLD} "
+        f"pairs per fold and the fit has {pairs}"
+    )
+
+
 def _bridge(mode, old, new, routes, seed, inner_folds, index=None) -> Bridge:
     """The mode's bridge on the pairs; query-side, its held-out pairs are also ranked among ``index`` (the old
     index's vectors: ``Bridge.fit(target_pool=...)``), the search the bridged queries will run."""
@@ -214,6 +232,7 @@ def fit_migration(
     if queries is not None:
         source_old = np.concatenate([source_old, prepare(queries.old, metric).numpy()])
         source_new = np.concatenate([source_new, prepare(queries.new, metric).numpy()])
+    inner_folds, fewer_folds = _inner_folds(inner_folds, len(source_old))
     if queries is not None and queries.relevant is not None and len(routes) > 1:
         # labelled queries: each route is cross-validated on them (what users send), not on the bridge's own score
         bridges, scores, learning = _routes_on_queries(
@@ -244,7 +263,7 @@ def fit_migration(
         n_queries=0 if queries is None else len(queries.new),
         old_dimension=old.shape[1],
         new_dimension=new.shape[1],
-        notes=[warning] if warning else [],
+        notes=[note for note in (warning, fewer_folds) if note],
         holdout_ids=[str(i) for i in held_ids.tolist()],
     )
 
@@ -397,6 +416,7 @@ def refit_migration(
         queries = queries.check(new.shape[1], old.shape[1], metric)
         source_old = np.concatenate([source_old, prepare(queries.old, metric).numpy()])
         source_new = np.concatenate([source_new, prepare(queries.new, metric).numpy()])
+    inner_folds, _ = _inner_folds(inner_folds, len(source_old))  # the fit's note already says when fewer
     bridges = {
         mode: _bridge(mode, source_old, source_new, [bridge.route_], seed, inner_folds, old_n)
         for mode, bridge in migration.bridges.items()
