@@ -245,3 +245,40 @@ def test_a_small_sample_from_the_library_s_own_plan_is_fitted_with_fewer_inner_f
         fit_migration(
             np.arange(n), world["old"], sample_ids, world["new"][sample_ids], holdout_ids=sample_ids[:13], seed=0
         )
+
+
+def test_refit_of_an_ensemble_bridge_refits_its_members_too():
+    """``ensemble`` blends other routes' cross-validated predictions: refitted alone it had nothing to blend and
+    refit_migration failed ("routes: no route could be fitted: ", with no reason) on a migration fit had chosen."""
+    world = _world(1, "noisy")
+    n = len(world["old"])
+    sample_ids = np.random.default_rng(1).choice(n, size=60, replace=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        migration = fit_migration(
+            np.arange(n),
+            world["old"],
+            sample_ids,
+            world["new"][sample_ids],
+            holdout_ids=sample_ids[:10],
+            seed=1,
+            folds=2,
+            inner_folds=2,
+        )
+        assert migration.bridges["query"].route_ == "ensemble"  # the setting this test is about
+        members = migration.bridges["query"].estimator_.routes
+        deployed = refit_migration(migration, np.arange(n), world["old"], sample_ids, world["new"][sample_ids])
+    assert deployed.n_sample == 60
+    assert deployed.bridges["query"].route_ in [*members, "ensemble"]
+    if deployed.bridges["query"].route_ != "ensemble":  # then the note says which route the refit kept
+        assert f"kept {deployed.bridges['query'].route_}" in deployed.notes[-1]
+    assert deployed.bridges["query"].n_anchors_ == 60
+
+
+def test_a_bridge_of_a_stacked_route_alone_is_refused_with_its_reason():
+    from latentstitch.bridge import Bridge
+
+    rng = np.random.default_rng(0)
+    source = rng.normal(size=(30, 4))
+    with pytest.raises(ValueError, match="routes: ensemble blends other routes"):
+        Bridge(routes=["ensemble"], cv=2).fit(source, source @ rng.normal(size=(4, 3)))

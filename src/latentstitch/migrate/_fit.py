@@ -373,6 +373,15 @@ def _curve_summary(curve, documents: int, queries: int, folds: int) -> dict[str,
     return out
 
 
+def _refit_routes(bridge: Bridge) -> list[str]:
+    """The routes a refit tries: the bridge's chosen route; for a route that blends others (``ensemble``), the routes
+    it blended and itself (it is scored from their cross-validated predictions: alone it has nothing to blend)."""
+    spec = resolve_routes(bridge.route_)[0]
+    if spec.stack is None:
+        return [bridge.route_]
+    return [*bridge.estimator_.routes, bridge.route_]
+
+
 def refit_migration(
     migration: Migration,
     index_ids: Sequence,
@@ -386,10 +395,12 @@ def refit_migration(
 ) -> Migration:
     """The migration to deploy once certified: each mode's bridge, on the route it chose, refitted on every
     re-embedded item (those held out for the certificate too) and ``queries`` when given. The mode, the route and
-    the cross-validated scores stay those of ``migration``; ``refitted`` records the refit (the items and queries
-    refitted on, and the items the certified bridge was fitted on), a note says so, and ``holdout_ids`` is empty:
-    nothing is left to certify it on (``certify_migration`` refuses it); its certificate is the one of
-    ``migration``, measured before the refit. ``index`` (the fitted index's record) is carried over."""
+    the cross-validated scores stay those of ``migration`` (a blend of routes, ``ensemble``, is refitted with the
+    routes it blended, and the bridge's own cross-validation on every item may then keep one of them instead: the
+    note says so); ``refitted`` records the refit (the items and queries refitted on, and the items the certified
+    bridge was fitted on), a note says so, and ``holdout_ids`` is empty: nothing is left to certify it on
+    (``certify_migration`` refuses it); its certificate is the one of ``migration``, measured before the refit.
+    ``index`` (the fitted index's record) is carried over."""
     if not isinstance(migration, Migration):
         raise TypeError(f"migration: expected a Migration (fit_migration's result), got {type(migration).__name__}")
     check_seed(seed)
@@ -418,7 +429,7 @@ def refit_migration(
         source_new = np.concatenate([source_new, prepare(queries.new, metric).numpy()])
     inner_folds, _ = _inner_folds(inner_folds, len(source_old))  # the fit's note already says when fewer
     bridges = {
-        mode: _bridge(mode, source_old, source_new, [bridge.route_], seed, inner_folds, old_n)
+        mode: _bridge(mode, source_old, source_new, _refit_routes(bridge), seed, inner_folds, old_n)
         for mode, bridge in migration.bridges.items()
     }
     certified = migration.n_sample if migration.refitted is None else migration.refitted["certified_n_sample"]
@@ -428,6 +439,12 @@ def refit_migration(
         + " after certification (the held-out ones included); the certificate measured the bridge fitted on "
         f"{certified}"
     )
+    for mode, bridge in bridges.items():
+        if bridge.route_ != migration.bridges[mode].route_:
+            note += (
+                f"; the {mode}-side {migration.bridges[mode].route_} refitted with the routes it blends: the bridge's "
+                f"cross-validation on every item kept {bridge.route_}"
+            )
     return Migration(
         mode=migration.mode,
         metric=metric,
