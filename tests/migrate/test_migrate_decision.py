@@ -282,3 +282,23 @@ def test_a_bridge_of_a_stacked_route_alone_is_refused_with_its_reason():
     source = rng.normal(size=(30, 4))
     with pytest.raises(ValueError, match="routes: ensemble blends other routes"):
         Bridge(routes=["ensemble"], cv=2).fit(source, source @ rng.normal(size=(4, 3)))
+
+
+def test_one_query_of_150_is_not_a_measurable_gain():
+    """Paired differences of hits (-1, 0, 1) were given Wilson's interval of a proportion whenever no query went the
+    other way: one query of 150 that only the new model found made a full re-embed "measurably better" (kjv 5%,
+    migration_peers). A sign-test-like reading needs more: the differences are bootstrapped as the docstring says."""
+    from latentstitch.migrate import decide
+
+    old = np.ones(150)
+    old[0] = 0.0
+    reembedded = np.ones(150)
+    migrated = old.copy()
+    one = decide(migrated, old, reembedded, mode="query", labelled=True, n_index=10_000, rng=np.random.default_rng(0))
+    assert one.choice == "keep the old model"
+    assert one.differences["re-embed - keep the old model"].low <= 0
+    old[:20] = 0.0  # 20 queries only the new model finds: that is measurable
+    many = decide(
+        old.copy(), old, reembedded, mode="query", labelled=True, n_index=10_000, rng=np.random.default_rng(0)
+    )
+    assert many.choice == "re-embed everything"
