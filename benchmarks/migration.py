@@ -149,15 +149,17 @@ def _migrated(migration, old_d, sample_ids, new_d):
     return migrated
 
 
-def best_arrangement(old: float, migrated: float, reference: float) -> str:
+def best_arrangement(old: float, migrated: float, reference: float, n_index: int = 0, small_index: int = 0) -> str:
     """The best realised arrangement on the untouched rest, by the decision's rule on realised figures: keep the old
     model when it is within 0.01 of a full re-embed and not below the migration; migrate when the migration keeps
-    ``KEEP`` of a full re-embed and beats the old model; else re-embed everything."""
+    ``KEEP`` of a full re-embed (on an index of at most ``small_index`` items: loses at most 0.01 against it, the
+    decision's ``small_index`` rule) and beats the old model; else re-embed everything."""
     from latentstitch.migrate import KEEP
 
     if old >= reference - 0.01 and old >= migrated:
         return "keep the old model"
-    if migrated >= KEEP * reference and migrated > old:
+    floor = reference - 0.01 if n_index <= small_index else KEEP * reference
+    if migrated >= floor and migrated > old:
         return "migrate"
     return "re-embed everything"
 

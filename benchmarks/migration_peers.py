@@ -18,23 +18,33 @@ benchmark extra downloads ir-datasets at run time): retrieval is judged by the k
 
 **Protocol**, per pair, budget (1%, 5%, 10% of the documents, at least 20) and seed (``SEEDS``): the library's own
 k-means plan (``migrate.plan_sample``, 30% of it held out for the certificate) chooses the documents re-embedded up
-front; everyone gets exactly those ids (the library fits on the plan's fit part, as ``migrate fit`` does;
-isotrieve's ``RidgeMapping`` fits on all of them with its own 10% internal holdout; rebasis's ``probe_store`` splits
-them with its own ``split_disjoint``, 10% as query proxies). The library is fitted on documents only (no query log:
-the peers get none). Evaluated on the queries of the documents nobody re-embedded, over the whole index (cosine):
+front; everyone gets exactly those ids (isotrieve's ``RidgeMapping`` fits on all of them with its own 10% internal
+holdout; rebasis's ``probe_store`` splits them with its own ``split_disjoint``, 10% as query proxies). The library
+runs as a user of ``migrate fit / certify / refit`` gets it, with its defaults (routes: ``translation_routes()``,
+``ridge_loo`` among them; 5 folds; its own mode choice): fitted on the plan's fit part (70%), certified on the
+held-out 30%, then refitted on the whole sample (``refit_migration``, what is deployed). It is fitted on documents
+only (no query log: the peers get none). Evaluated on the queries of the documents nobody re-embedded, over the whole
+index (cosine):
 
 - ``doing nothing``: the old model end to end; ``full re-embed``: the new model end to end (the reference);
 - single stage, ``query-side`` (new-model queries mapped into the old index) and ``corpus-side`` (the old index
   mapped into the new space; the re-embedded documents keep their new vectors, for every tool alike); the library
-  also as ``chosen`` (the mode ``fit`` picked);
+  also as ``chosen`` (the mode ``fit`` picked), each fitted on 70% and ``refitted`` on the whole sample;
 - ``cascade@N``: the query-side bridge recalls N candidates from the old index, the new model ranks them (their
-  new vectors computed on demand): the library's ``Migration.search`` (new collection seeded with the sample), and
-  rebasis's ``Cascade`` (isotrieve has none).
+  new vectors computed on demand): the library's ``Migration.search`` on the refitted bridge (new collection seeded
+  with the sample), and rebasis's ``Cascade`` (isotrieve has none).
+
+**The library's decision** (``certify_migration``'s, its defaults ``KEEP`` and ``SMALL_INDEX``), per signal
+(``SIGNALS``): without a query log (the held-out items as queries, overlap@10 with a full re-embed's top 10 within
+the re-embedded sample) and with the held-out documents' own labelled queries given to certify only. Judged against
+the best realised arrangement on the untouched rest (``benchmarks.migration.best_arrangement``, the refitted bridge
+as the migration), and whether its 95% intervals cover the realised figures of the bridge it measured
+(``decision_records``).
 
 Columns: Recall@10, retention (Recall@10 / the full re-embed's), overlap@10 with the full re-embed's top 10, the
 documents re-embedded up front and, for a cascade, the further documents its candidates touched over the first 1,000
 queries (and as a share of the index). Results: ``--out`` (default ``latentstitch-results/migration-peers``; the
-committed ``results/migration/peers`` only when named): ``results.json`` (every row), ``results.md``.
+committed ``results/migration/peers`` only when named): ``results.json`` (every row and decision), ``results.md``.
 """
 
 from __future__ import annotations
@@ -199,8 +209,9 @@ def library_cascade(migration, folder: Path, queries, new_documents, sample, dep
     return np.concatenate(parts), touched
 
 
-def one_run(name, old_q, old_d, new_q, new_d, budget, seed, peers, threads) -> list[dict]:
-    from latentstitch.migrate import fit_migration, plan_sample, search
+def one_run(name, old_q, old_d, new_q, new_d, budget, seed, peers, threads) -> tuple[list[dict], list[dict]]:
+    """One pair, budget and seed: every arrangement's row, and the library's decisions (``decision_records``)."""
+    from latentstitch.migrate import fit_migration, plan_sample, refit_migration, search
 
     n = len(old_d)
     ids = np.arange(n)
@@ -216,28 +227,35 @@ def one_run(name, old_q, old_d, new_q, new_d, budget, seed, peers, threads) -> l
         row = {**base, "who": who, "arrangement": arrangement, **scores(top, rest, reference_top), **extra}
         row["touched"] = touched
         rows.append(row)
+        return row
 
     add("-", "full re-embed", reference_top)
     add("-", "doing nothing", search(old_q[rest], old_d, 10, "cosine"))
     started = time.perf_counter()
+    # the library as a user gets it: its default routes (ridge_loo among them), folds and mode choice on the fit
+    # part; certified on the held-out part; then refitted on the whole sample (what `migrate refit` deploys)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        migration = fit_migration(
-            ids, old_d, plan.ids, new_d[plan.ids], holdout_ids=plan.holdout_ids, folds=3, seed=seed, inner_folds=2
+        migration = fit_migration(ids, old_d, plan.ids, new_d[plan.ids], holdout_ids=plan.holdout_ids, seed=seed)
+        fit_seconds = time.perf_counter() - started
+        certified = certificates(migration, ids, old_d, old_q, new_d, new_q, plan, seed)
+        deployed = refit_migration(migration, ids, old_d, plan.ids, new_d[plan.ids], seed=seed)
+    chosen = {}
+    for label, bridge in (("", migration), ("refitted ", deployed)):
+        single = single_stage(bridge, old_d, new_d, new_q[rest], sample)
+        routes = {m: b.route_ for m, b in bridge.bridges.items()}
+        for mode, top in single.items():
+            add("latentstitch", f"{label}{mode}-side", top, route=routes[mode])
+        chosen[label] = add(
+            "latentstitch", f"{label}chosen ({bridge.mode}-side)", single[bridge.mode], route=routes[bridge.mode]
         )
-    migrated = np.array(migration.transform_corpus(old_d), dtype=np.float32)
-    migrated[sample] = new_d[sample]
-    single = {
-        "query": search(migration.transform_queries(new_q[rest]), old_d, 10, "cosine"),
-        "corpus": search(new_q[rest], migrated, 10, "cosine"),
-    }
-    for mode, top in single.items():
-        add("latentstitch", f"{mode}-side", top)
-    add("latentstitch", f"chosen ({migration.mode}-side)", single[migration.mode])
+    rows[-1]["fit_seconds"] = fit_seconds  # fit alone (``seconds``: fit, certify, refit and the cascades)
+    doing_nothing = rows[1]
+    decisions = decision_records(base, certified, doing_nothing, chosen[""], chosen["refitted "], rows[0], n)
     with tempfile.TemporaryDirectory(dir=Path.home() / ".cache") as tmp:
         folder = write_job(Path(tmp) / "job", old_d, new_d, new_q[rest], sample, seed)
-        for depth in DEPTHS:
-            top, touched = library_cascade(migration, folder, new_q[rest], new_d, sample, depth)
+        for depth in DEPTHS:  # on the refitted bridge: what is deployed
+            top, touched = library_cascade(deployed, folder, new_q[rest], new_d, sample, depth)
             add("latentstitch", f"cascade@{depth}", top, touched)
         library_seconds = time.perf_counter() - started
         for row in rows:
@@ -278,7 +296,88 @@ def one_run(name, old_q, old_d, new_q, new_d, budget, seed, peers, threads) -> l
     for row in rows:
         if "recall" in row:
             row["retention"] = row["recall"] / reference if reference else float("nan")
-    return rows
+    return rows, decisions
+
+
+def single_stage(migration, old_d, new_d, new_queries, sample) -> dict[str, np.ndarray]:
+    """Each mode's top 10 for the queries: query-side over the old index, corpus-side over the bridged index with
+    the sample's own new vectors."""
+    from latentstitch.migrate import search
+
+    migrated = np.array(migration.transform_corpus(old_d), dtype=np.float32)
+    migrated[sample] = new_d[sample]
+    return {
+        "query": search(migration.transform_queries(new_queries), old_d, 10, "cosine"),
+        "corpus": search(new_queries, migrated, 10, "cosine"),
+    }
+
+
+#: The signals the certificate's decision can read here: the held-out re-embedded items as queries (overlap@10
+#: with a full re-embed's top 10; what a user without a query log gets, as the peers get none) and the held-out
+#: documents' own labelled queries (given to certify only: the bridge is fitted on documents alone either way).
+SIGNALS = ("no query log", "labelled held-out queries")
+
+
+def certificates(migration, ids, old_d, old_q, new_d, new_q, plan, seed) -> dict:
+    """The library's certificate of ``migration`` (its defaults: ``keep``, ``small_index``) per signal."""
+    from latentstitch.migrate import QuerySample, certify_migration
+
+    held = plan.holdout_ids
+    labelled = QuerySample(new_q[held], old_q[held], held)
+    return {
+        signal: certify_migration(migration, ids, old_d, plan.ids, new_d[plan.ids], held, queries=queries, seed=seed)
+        for signal, queries in zip(SIGNALS, (None, labelled), strict=True)
+    }
+
+
+def decision_records(base, certified, doing_nothing, chosen, refitted, reference, n_index) -> list[dict]:
+    """Per signal: the certificate's decision against the best realised arrangement on the untouched rest
+    (``benchmarks.migration.best_arrangement`` with the library's ``small_index``, the deployed (refitted) bridge
+    as the migration), and whether its 95% intervals cover the realised figures of the bridge it measured (the one
+    fitted on 70%): labelled, the whole-index Recall@10 of the chosen mode and of the old model; without labels, the
+    decision's overlap@10 of the migration and of the old model (measured within the re-embedded sample; realised
+    over the whole index: not the same universe, said in the results)."""
+    from benchmarks.migration import best_arrangement
+    from latentstitch.migrate import SMALL_INDEX
+
+    best = best_arrangement(doing_nothing["recall"], refitted["recall"], reference["recall"], n_index, SMALL_INDEX)
+    records = []
+    for signal, certificate in certified.items():
+        decision = certificate.decision
+        if signal == SIGNALS[1]:
+            whole = certificate.measures["queries"]["whole_index"]
+            chosen_interval = certificate.recall10("queries")
+            old_interval = whole["old model"]["recall@10"]
+            key = "recall"
+        else:
+            arrangements = decision["arrangements"]
+            chosen_interval = arrangements[f"migrate ({certificate.mode}-side)"]
+            old_interval = arrangements["keep the old model"]
+            key = "overlap"
+        covered = {
+            "migration": chosen_interval["low"] <= chosen[key] <= chosen_interval["high"],
+            "doing nothing": old_interval["low"] <= doing_nothing[key] <= old_interval["high"],
+        }
+        records.append(
+            {
+                **base,
+                "signal": signal,
+                "measure": decision["measure"],
+                "decision": decision["choice"],
+                "sentence": decision["sentence"],
+                "best": best,
+                "matches": decision["choice"] == best,
+                "realised": {
+                    "doing nothing": doing_nothing["recall"],
+                    "migration (refitted)": refitted["recall"],
+                    "full re-embed": reference["recall"],
+                },
+                "intervals": {"migration": chosen_interval, "doing nothing": old_interval},
+                "realised_measured": {"migration": chosen[key], "doing nothing": doing_nothing[key]},
+                "covered": covered,
+            }
+        )
+    return records
 
 
 def _table_rows(rows: list[dict], n_documents: dict) -> list[list]:
@@ -330,20 +429,23 @@ def combine(args) -> None:
     """``--combine``: several runs' rows (their commands kept) written as one table into ``--out``."""
     from benchmarks._migration_data import CACHE
 
-    rows, commands = [], []
+    rows, decisions, commands = [], [], []
     for folder in args.combine.split(","):
         got = json.loads((Path(folder) / "results.json").read_text())
         rows.extend(got["rows"])
+        decisions.extend(got.get("decisions", []))
         commands.append(got["command"])
     rows.sort(key=lambda r: r["seed"])  # stable: each run's order kept within a seed
+    decisions.sort(key=lambda r: r["seed"])
     n_documents = {
         name: np.load(CACHE / f"{name}-{old}-documents.npy", mmap_mode="r").shape[0] for name, old, _, _ in PAIRS
     }
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
     args.command = " + ".join(commands) + f" (combined by `{args.command}`)"
-    write_results(out_dir, rows, n_documents, args)
+    write_results(out_dir, rows, decisions, n_documents, args)
     print(f"wrote {out_dir / 'results.md'} and results.json ({len(rows)} rows from {len(commands)} runs)")
+    print(decision_counts(decisions))
 
 
 def run(args) -> None:
@@ -364,7 +466,7 @@ def run(args) -> None:
     peers = {peer: peer_python(peer, args.peer_python) for peer in PEERS}
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows, n_documents, data = [], {}, {}
+    rows, decisions, n_documents, data = [], [], {}, {}
     # seeds outermost: a run cut short still holds every pair and budget at the first seed
     for seed in seeds:
         for name, old, new, kind in pairs:
@@ -374,10 +476,11 @@ def run(args) -> None:
             n_documents[name] = len(old_d)
             for budget in budgets:
                 started = time.perf_counter()
-                got = one_run(name, old_q, old_d, new_q, new_d, budget, seed, peers, args.threads)
-                for row in got:
+                got, decided = one_run(name, old_q, old_d, new_q, new_d, budget, seed, peers, args.threads)
+                for row in got + decided:
                     row.update(pair=f"{name}: {old} -> {new} ({kind})", kind=kind)
                 rows.extend(got)
+                decisions.extend(decided)
                 shown = [r for r in got if r["arrangement"] in BRIEF]
                 brief = ", ".join(
                     f"{r['who'][:4]} {r['arrangement']} "
@@ -385,16 +488,19 @@ def run(args) -> None:
                     for r in shown
                 )
                 seconds = time.perf_counter() - started
-                print(f"{name} {old}->{new} {budget:.0%} seed {seed} ({seconds:.0f} s): {brief}", flush=True)
-                write_results(out_dir, rows, n_documents, args)
+                said = "; ".join(f"{d['signal']}: {d['decision']} (best {d['best']})" for d in decided)
+                print(f"{name} {old}->{new} {budget:.0%} seed {seed} ({seconds:.0f} s): {brief}; {said}", flush=True)
+                write_results(out_dir, rows, decisions, n_documents, args)
     summary = summary_rows(rows, n_documents)
     print_table("mean over seeds (retention = R@10 / the full re-embed's R@10)", SUMMARY_HEADER, summary)
+    print(decision_counts(decisions))
     print(f"wrote {out_dir / 'results.md'} and results.json")
     if args.quick:
         print("--quick: one pair, one budget, one seed: too short for verdicts")
 
 
-BRIEF = ("doing nothing", "chosen (query-side)", "chosen (corpus-side)", "query-side", "corpus-side", "cascade@200")
+BRIEF = ("doing nothing", "chosen (query-side)", "chosen (corpus-side)", "refitted chosen (query-side)")
+BRIEF += ("refitted chosen (corpus-side)", "cascade@200")
 SUMMARY_HEADER = ["pair", "budget", "who", "arrangement", "seeds", "up front", "+ touched / 1,000 q"]
 SUMMARY_HEADER += ["R@10", "retention", "overlap@10", "refused"]
 
@@ -421,8 +527,48 @@ def summary_rows(rows: list[dict], n_documents: dict) -> list[list]:
     return out
 
 
-def write_results(out_dir: Path, rows: list[dict], n_documents: dict, args) -> None:
-    (out_dir / "results.json").write_text(json.dumps({"command": args.command, "rows": rows}, indent=1, default=str))
+DECISION_HEADER = ["pair", "budget", "seed", "signal", "decision", "best realised", "matches"]
+DECISION_HEADER += ["realised R@10: nothing / refitted / re-embed", "interval: migration", "realised", "covered"]
+DECISION_HEADER += ["interval: doing nothing", "realised", "covered"]
+
+
+def decision_rows(decisions: list[dict]) -> list[list]:
+    out = []
+    for d in decisions:
+        realised = " / ".join(f"{v:.3f}" for v in d["realised"].values())
+        cells = []
+        for part in ("migration", "doing nothing"):
+            interval = d["intervals"][part]
+            cells += [f"[{interval['low']:.3f}, {interval['high']:.3f}]", d["realised_measured"][part]]
+            cells.append("yes" if d["covered"][part] else "**no**")
+        verdict = "yes" if d["matches"] else "**no**"
+        out.append(
+            [d["pair"], f"{d['budget']:.0%}", d["seed"], d["signal"], d["decision"], d["best"], verdict, realised]
+        )
+        out[-1] += cells
+    return out
+
+
+def decision_counts(decisions: list[dict]) -> str:
+    """Per signal: the runs whose decision names the best realised arrangement, and whose intervals cover."""
+    lines = []
+    for signal in SIGNALS:
+        got = [d for d in decisions if d["signal"] == signal]
+        if not got:
+            continue
+        matches = sum(d["matches"] for d in got)
+        covered = {part: sum(d["covered"][part] for d in got) for part in ("migration", "doing nothing")}
+        lines.append(
+            f"{signal} ({got[0]['measure']}): the decision named the best realised arrangement in {matches}/{len(got)} "
+            f"runs; its interval covered the realised figure in {covered['migration']}/{len(got)} (migration, "
+            f"the bridge it measured) and {covered['doing nothing']}/{len(got)} (doing nothing)"
+        )
+    return "\n".join(lines)
+
+
+def write_results(out_dir: Path, rows: list[dict], decisions: list[dict], n_documents: dict, args) -> None:
+    payload = {"command": args.command, "rows": rows, "decisions": decisions}
+    (out_dir / "results.json").write_text(json.dumps(payload, indent=1, default=str))
     title = "migration head to head (same re-embedded samples; retention = R@10 / the full re-embed's R@10)"
     lines = [f"# {title}", "", provenance_line(args.command), ""]
     if args.quick:
@@ -433,5 +579,9 @@ def write_results(out_dir: Path, rows: list[dict], n_documents: dict, args) -> N
         return out + ["| " + " | ".join(f"{c:.3f}" if isinstance(c, float) else str(c) for c in r) + " |" for r in body]
 
     lines += ["## Mean over seeds", "", *table(SUMMARY_HEADER, summary_rows(rows, n_documents)), ""]
+    if decisions:
+        lines += ["## The library's decision against the best realised arrangement", ""]
+        lines += [decision_counts(decisions).replace("\n", "\n\n"), ""]
+        lines += [*table(DECISION_HEADER, decision_rows(decisions)), ""]
     lines += ["## Every run", "", *table(HEADER, _table_rows(rows, n_documents)), ""]
     (out_dir / "results.md").write_text("\n".join(lines))

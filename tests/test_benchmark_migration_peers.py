@@ -6,7 +6,8 @@ import json
 import numpy as np
 import pytest
 
-from benchmarks.migration_peers import read_job, scores, write_job
+from benchmarks.migration import best_arrangement
+from benchmarks.migration_peers import decision_counts, read_job, scores, write_job
 
 
 def test_job_files_round_trip(tmp_path):
@@ -34,3 +35,27 @@ def test_scores_recall_and_overlap():
     top = np.array([[0, *range(20, 29)], list(range(10, 20))])  # 1 of 10 shared; none shared
     got = scores(top, np.array([0, 5]), reference)
     assert got == {"recall": 0.5, "overlap": 0.05}
+
+
+def test_best_realised_arrangement_follows_the_decision_s_small_index_rule():
+    # a migration keeping 97% of a full re-embed and beating the old model: migrate on a large index; on a small
+    # one (the library's small_index) re-embedding costs less than the 0.03 it loses
+    assert best_arrangement(0.5, 0.97, 1.0, n_index=50_000, small_index=10_000) == "migrate"
+    assert best_arrangement(0.5, 0.97, 1.0, n_index=5_000, small_index=10_000) == "re-embed everything"
+    assert best_arrangement(0.5, 0.995, 1.0, n_index=5_000, small_index=10_000) == "migrate"
+    assert best_arrangement(0.995, 0.9, 1.0, n_index=5_000, small_index=10_000) == "keep the old model"
+
+
+def test_decision_counts_count_matches_and_coverage():
+    def record(matches, migration, nothing):
+        return {
+            "signal": "no query log",
+            "measure": "overlap@10",
+            "matches": matches,
+            "covered": {"migration": migration, "doing nothing": nothing},
+        }
+
+    said = decision_counts([record(True, False, True), record(False, True, True), record(True, True, False)])
+    assert "best realised arrangement in 2/3 runs" in said
+    assert "2/3 (migration, the bridge it measured) and 2/3 (doing nothing)" in said
+    assert "labelled" not in said  # a signal without runs is not reported

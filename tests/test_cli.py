@@ -248,7 +248,7 @@ def test_the_cli_s_vocabularies_are_the_library_s():
     from latentstitch.encoders import ENCODERS
     from latentstitch.similarity import LAYER_MEASURES, layer_similarity
 
-    for action in ("plan", "fit", "certify", "apply"):
+    for action in ("plan", "fit", "certify", "refit", "apply"):
         assert _choices(["migrate", action], "--kind") == tuple(migrate.KINDS)
         assert _choices(["migrate", action], "--metric") == tuple(migrate.METRICS)
     assert _choices(["migrate", "apply"], "--output-kind") == tuple(migrate.KINDS)

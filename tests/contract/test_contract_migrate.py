@@ -32,6 +32,7 @@ NOT_ENTRY_POINTS = {
     "MODES": "a constant",
     "CHOICES": "a constant",
     "KEEP": "a constant (certify_migration's default keep)",
+    "SMALL_INDEX": "a constant (decide's small_index default)",
     "COLLECTION_KINDS": "a constant",
     "CascadeResult": "a result (Migration.search's)",
     "CascadeStatus": "a result (cascade_status's)",

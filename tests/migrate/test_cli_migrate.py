@@ -1,4 +1,4 @@
-"""`latentstitch migrate plan|fit|certify|apply` end to end on a FAISS index, and its user errors: one line naming
+"""`latentstitch migrate plan|fit|certify|refit|apply` end to end on a FAISS index, and its user errors: one line naming
 the option or file, exit code 2, nothing written over the old index."""
 
 from __future__ import annotations
@@ -93,12 +93,30 @@ def test_fit_certify_apply_end_to_end(workspace, capsys):
     page = (w / "report.html").read_text()
     assert "Index migrations" in page and "Migration certificate: old.index" in page
     migration = json.loads((w / "migration.json").read_text())
+    # once certified, refit on every re-embedded item: a new migration file that says so and is applied
+    refit = ["migrate", "refit", str(w / "migration.json"), str(w / "old.index"), str(w / "sample.npz")]
+    assert main([*refit, "-o", str(w / "final.json"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    sample_size = len(np.load(w / "sample.npz")["id"])
+    final = json.loads((w / "final.json").read_text())
+    assert final["refitted"] == {
+        "n_sample": sample_size,
+        "n_queries": 0,
+        "certified_n_sample": migration["n_sample"],
+    }
+    assert migration["n_sample"] < sample_size and final["n_sample"] == sample_size
+    assert final["mode"] == migration["mode"] and final["routes"] == migration["routes"]
+    assert final["index"] == migration["index"] and final["holdout_ids"] == []
+    assert f"on all {sample_size} re-embedded items" in out and f"fitted on {migration['n_sample']}, before" in out
+    certify = ["migrate", "certify", str(w / "final.json"), str(w / "old.index"), str(w / "sample.npz")]
+    err = _error(capsys, [*certify, "--plan", str(w / "plan.csv"), "-o", str(w / "c2.json")])
+    assert "MIGRATION: it was refitted after certification on all" in err
     before = fingerprint(w / "old.index")
     code = main(
         [
             "migrate",
             "apply",
-            str(w / "migration.json"),
+            str(w / "final.json"),
             str(w / "old.index"),
             "-o",
             str(w / "new.index"),
@@ -158,6 +176,21 @@ def test_user_errors_are_one_line(workspace, corpus, tmp_path, capsys):
     # the output may not be the index
     err = _error(capsys, ["migrate", "plan", str(w / "old.index"), "--budget", "5", "-o", str(w / "old.index")])
     assert "--output" in err and "INDEX" in err
+    # refit: on another index than the one fitted, or with a sample of documents not in the index
+    other = tmp_path / "other.index"
+    index = faiss.IndexIDMap2(faiss.IndexFlatIP(corpus.old.shape[1]))
+    index.add_with_ids(corpus.old[:-1], corpus.ids[:-1])
+    faiss.write_index(index, str(other))
+    if not (w / "migration.json").exists():  # the end-to-end test writes it; alone, this test fits it
+        fit = ["migrate", "fit", str(w / "old.index"), str(w / "sample.npz"), "--plan", str(w / "plan.csv")]
+        assert main([*fit, "--folds", "3", "-o", str(w / "migration.json"), "--quiet"]) == 0
+    refit = ["migrate", "refit", str(w / "migration.json")]
+    err = _error(capsys, [*refit, str(other), str(w / "sample.npz"), "-o", str(tmp_path / "f.json")])
+    assert "INDEX:" in err and "is not the index this migration was fitted on" in err
+    err = _error(capsys, [*refit, str(w / "old.index"), str(tmp_path / "deleted.npz"), "-o", str(tmp_path / "f.json")])
+    assert "SAMPLE: 20 of 20 ids are not in the index" in err
+    err = _error(capsys, [*refit, str(w / "old.index"), str(w / "sample.npz"), "-o", str(w / "migration.json")])
+    assert "--output" in err and "MIGRATION" in err
     # a local cluster and an existing one at once
     cluster = ["-o", str(tmp_path / "n.index"), "--workers", "2", "--scheduler", "tcp://127.0.0.1:1"]
     err = _error(capsys, ["migrate", "apply", str(w / "plan.csv"), str(w / "old.index"), *cluster])

@@ -3,6 +3,7 @@ will see; the mode chosen on labelled queries; the bridge refitted on every re-e
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -176,15 +177,23 @@ def test_refit_uses_every_re_embedded_item_and_says_so(tmp_path):
     assert deployed.mode == migration.mode and deployed.holdout_ids == []
     assert {m: b.route_ for m, b in deployed.bridges.items()} == {m: b.route_ for m, b in migration.bridges.items()}
     assert "refitted on all 200 re-embedded items" in deployed.notes[-1]
+    assert deployed.refitted == {"n_sample": 200, "n_queries": 0, "certified_n_sample": migration.n_sample}
     # the held-out items now shape the bridge: their bridged vectors move closer to their new vectors
     before = migration.transform_corpus(world["old"][held_ids])
     after = deployed.transform_corpus(world["old"][held_ids])
     target = world["new"][held_ids]
     assert np.mean(np.sum(after * target, axis=1)) > np.mean(np.sum(before * target, axis=1))
     loaded = Migration.load(deployed.save(tmp_path / "m.json"))
-    assert loaded.notes == deployed.notes
-    with pytest.raises(ValueError, match="holdout_ids"):  # nothing is left to certify it on
+    assert loaded.notes == deployed.notes and loaded.refitted == deployed.refitted
+    with pytest.raises(ValueError, match="migration: it was refitted"):  # nothing is left to certify it on
         certify_migration(loaded, np.arange(400), world["old"], sample_ids, world["new"][sample_ids], held_ids)
+    # the record is checked on load: a refit that does not say on how many items is refused
+    path = tmp_path / "m.json"
+    payload = json.loads(path.read_text())
+    payload["refitted"] = {"n_sample": "all"}
+    path.write_text(json.dumps(payload))
+    with pytest.raises(ValueError, match="'refitted' must record n_sample, n_queries, certified_n_sample"):
+        Migration.load(path)
 
 
 def test_with_labelled_queries_each_modes_route_is_the_one_its_queries_score_best():
@@ -214,3 +223,82 @@ def test_with_labelled_queries_each_modes_route_is_the_one_its_queries_score_bes
         by_route = {route: np.mean(m.cv_mrr[mode]) for route, m in alone.items()}
         assert np.mean(both.cv_mrr[mode]) == pytest.approx(max(by_route.values()))
         assert by_route[bridge.route_] == pytest.approx(max(by_route.values()))
+
+
+def test_a_small_sample_from_the_library_s_own_plan_is_fitted_with_fewer_inner_folds():
+    """`plan` at 20 documents holds 10 out, leaving 10-14 to fit on: the default inner_folds=3 needs 15, so fit used
+    to fail naming ``cv`` (an argument of Bridge, not of fit_migration or the CLI). Now the route's cross-validation
+    uses the folds the pairs allow and says so; below 10 pairs the error names the sample."""
+    world = _world(0, "sharper")
+    n = len(world["old"])
+    sample_ids = np.random.default_rng(0).choice(n, size=22, replace=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        migration = fit_migration(
+            np.arange(n), world["old"], sample_ids, world["new"][sample_ids], holdout_ids=sample_ids[:10], seed=0
+        )
+    assert migration.n_sample == 12
+    assert any("inner_folds: 2 of the 3 asked" in note for note in migration.notes)
+    deployed = refit_migration(migration, np.arange(n), world["old"], sample_ids, world["new"][sample_ids])
+    assert deployed.n_sample == 22
+    with pytest.raises(ValueError, match="sample_ids: expected at least 10 re-embedded items to fit on"):
+        fit_migration(
+            np.arange(n), world["old"], sample_ids, world["new"][sample_ids], holdout_ids=sample_ids[:13], seed=0
+        )
+
+
+def test_refit_of_an_ensemble_bridge_refits_its_members_too():
+    """``ensemble`` blends other routes' cross-validated predictions: refitted alone it had nothing to blend and
+    refit_migration failed ("routes: no route could be fitted: ", with no reason) on a migration fit had chosen."""
+    world = _world(1, "noisy")
+    n = len(world["old"])
+    sample_ids = np.random.default_rng(1).choice(n, size=60, replace=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        migration = fit_migration(
+            np.arange(n),
+            world["old"],
+            sample_ids,
+            world["new"][sample_ids],
+            holdout_ids=sample_ids[:10],
+            seed=1,
+            folds=2,
+            inner_folds=2,
+        )
+        assert migration.bridges["query"].route_ == "ensemble"  # the setting this test is about
+        members = migration.bridges["query"].estimator_.routes
+        deployed = refit_migration(migration, np.arange(n), world["old"], sample_ids, world["new"][sample_ids])
+    assert deployed.n_sample == 60
+    assert deployed.bridges["query"].route_ in [*members, "ensemble"]
+    if deployed.bridges["query"].route_ != "ensemble":  # then the note says which route the refit kept
+        assert f"kept {deployed.bridges['query'].route_}" in deployed.notes[-1]
+    assert deployed.bridges["query"].n_anchors_ == 60
+
+
+def test_a_bridge_of_a_stacked_route_alone_is_refused_with_its_reason():
+    from latentstitch.bridge import Bridge
+
+    rng = np.random.default_rng(0)
+    source = rng.normal(size=(30, 4))
+    with pytest.raises(ValueError, match="routes: ensemble blends other routes"):
+        Bridge(routes=["ensemble"], cv=2).fit(source, source @ rng.normal(size=(4, 3)))
+
+
+def test_one_query_of_150_is_not_a_measurable_gain():
+    """Paired differences of hits (-1, 0, 1) were given Wilson's interval of a proportion whenever no query went the
+    other way: one query of 150 that only the new model found made a full re-embed "measurably better" (kjv 5%,
+    migration_peers). A sign-test-like reading needs more: the differences are bootstrapped as the docstring says."""
+    from latentstitch.migrate import decide
+
+    old = np.ones(150)
+    old[0] = 0.0
+    reembedded = np.ones(150)
+    migrated = old.copy()
+    one = decide(migrated, old, reembedded, mode="query", labelled=True, n_index=10_000, rng=np.random.default_rng(0))
+    assert one.choice == "keep the old model"
+    assert one.differences["re-embed - keep the old model"].low <= 0
+    old[:20] = 0.0  # 20 queries only the new model finds: that is measurable
+    many = decide(
+        old.copy(), old, reembedded, mode="query", labelled=True, n_index=10_000, rng=np.random.default_rng(0)
+    )
+    assert many.choice == "re-embed everything"

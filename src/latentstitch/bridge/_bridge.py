@@ -251,6 +251,12 @@ class Bridge(Persistable, BaseEstimator):
         self._check_params()
         specs = resolve_routes(self.routes)
         check_route_methods(specs)
+        if all(spec.stack is not None for spec in specs):
+            names = ", ".join(spec.name for spec in specs)
+            raise ValueError(
+                f"routes: {names} blends other routes' cross-validated predictions and has nothing to blend alone; "
+                f"give it with the routes it may blend, e.g. routes=['ridge', 'procrustes', '{specs[0].name}']"
+            )
         anchors = self._anchors(source, target, head, source_ids, target_ids, target_pool)
         results, budget, unconverged = self._cross_validate(specs, anchors, progress)
         choice = self._choose(results, anchors)

@@ -20,6 +20,7 @@ from latentstitch.migrate import (
     load_plan,
     open_store,
     plan_sample,
+    refit_migration,
     save_plan,
 )
 
@@ -54,7 +55,8 @@ OPTIONS = {
 
 def run(args: argparse.Namespace, output: Path) -> int:
     with option_errors(OPTIONS):
-        return {"plan": plan, "fit": fit, "certify": certify, "apply": apply}[args.action](args, output)
+        steps = {"plan": plan, "fit": fit, "certify": certify, "refit": refit, "apply": apply}
+        return steps[args.action](args, output)
 
 
 def _store(args: argparse.Namespace):
@@ -243,6 +245,29 @@ def certify(args: argparse.Namespace, output: Path) -> int:
     print_tables(certificate.tables(), certificate.notes, compact=True)
     print(f"decision: {certificate.decision['sentence']}")
     print(f"written: {output}, " + ", ".join(str(p) for p in charts.values()))
+    return 0
+
+
+def refit(args: argparse.Namespace, output: Path) -> int:
+    migration = Migration.load(args.migration, "MIGRATION")
+    store = _store(args)
+    migration.check_index(store)  # refitted on the index it was fitted (and certified) on, not another
+    ids, vectors = store.read()
+    sample_ids, sample_new = _sample(args, args.sample, "SAMPLE")
+    refitted = refit_migration(migration, ids, vectors, sample_ids, sample_new, queries=_queries(args), seed=args.seed)
+    refitted.record_index(store)
+    with option_errors({"path": "--output"}):
+        refitted.save(output)
+    record = refitted.refitted
+    queries = f" and {record['n_queries']} queries" if record["n_queries"] else ""
+    routes = ", ".join(f"{m}-side {b.route_}" for m, b in refitted.bridges.items())
+    print(
+        f"refitted ({routes}; mode {refitted.mode}-side, as fit chose) on all {record['n_sample']} re-embedded "
+        f"items{queries}; the certificate's figures were measured on the bridge fitted on "
+        f"{record['certified_n_sample']}, before this refit, and this migration cannot be certified again (it has "
+        "seen the held-out items)"
+    )
+    print(f"written: {output} (and its bridges beside it)")
     return 0
 
 

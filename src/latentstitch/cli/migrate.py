@@ -4,6 +4,7 @@
     (embed the plan's ids with the new model: SAMPLE, a table or .npz with an `id` column)
     latentstitch migrate fit INDEX SAMPLE --plan plan.csv -o migration.json
     latentstitch migrate certify migration.json INDEX SAMPLE --plan plan.csv -o certificate.json
+    latentstitch migrate refit migration.json INDEX SAMPLE -o final.json   (once certified: fit on every item)
     latentstitch migrate apply migration.json INDEX -o NEW_INDEX --sample SAMPLE
     latentstitch migrate search migration.json INDEX NEW QUERIES --new-vectors FILE   (cascade: see below)
     latentstitch migrate status migration.json INDEX NEW
@@ -14,7 +15,9 @@ old model's vectors. plan chooses which documents to re-embed (a held-out part i
 query-side bridge (new queries -> the old index, untouched) and a corpus-side one (the old index -> the new space)
 and chooses by cross-validated MRR@10 over the whole index. certify measures the chosen setup on the held-out items
 against the old model and the re-embedded reference, with bootstrap intervals, writes a certificate JSON and its
-charts (shown by `latentstitch report`). apply streams the old index into a NEW collection (the old one is never
+charts (shown by `latentstitch report`). refit, once certified, refits the bridges on every re-embedded item (the
+held-out ones too) into a new migration file for apply and search; the certificate stays the one measured before
+the refit. apply streams the old index into a NEW collection (the old one is never
 modified), resumable: run the same command again after an interruption. search is the cascade: new-model QUERIES
 are bridged into the old index, which recalls --depth candidates; the new model ranks them, their new vectors read
 from NEW or computed (--new-vectors, or --documents with --encoder) and written to NEW, which fills as queries come;
@@ -41,7 +44,7 @@ from latentstitch.cli.options import (
     seed,
 )
 
-HELP = "move a vector index to a new embedding model: plan, fit, certify, apply"
+HELP = "move a vector index to a new embedding model: plan, fit, certify, refit, apply"
 #: ``migrate.METRICS``, ``migrate.KINDS`` and ``migrate.STRATEGIES``, copied so that --help and option errors import
 #: nothing heavy (tests/test_cli.py holds the copies equal)
 METRICS = ("ip", "cosine", "l2")
@@ -177,6 +180,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     certify.add_argument("-o", "--output", type=Path, required=True, help="the certificate (.json; charts beside)")
     _query_options(certify)
     add_run_options(certify)
+
+    refit = _sub(actions, "refit", "once certified: refit the bridges on every re-embedded item, for apply")
+    refit.add_argument("migration", metavar="MIGRATION", help="written by `migrate fit` (and certified)")
+    _index_options(refit)
+    refit.add_argument("sample", metavar="SAMPLE", help="the re-embedded documents, the held-out ones included")
+    refit.add_argument("--sample-id-column", default="id", metavar="NAME")
+    refit.add_argument("--seed", type=seed, default=0)
+    refit.add_argument(
+        "-o", "--output", type=Path, required=True, help="the refitted migration (.json; bridges beside it)"
+    )
+    _query_options(refit)
+    add_run_options(refit)
 
     apply = _sub(actions, "apply", "stream the old index into a new collection through the corpus-side bridge")
     apply.add_argument("migration", metavar="MIGRATION", help="written by `migrate fit`")

@@ -1,4 +1,4 @@
-"""Move a vector index to a new embedding model without re-embedding all of it: plan, fit, certify, apply.
+"""Move a vector index to a new embedding model without re-embedding all of it: plan, fit, certify, refit, apply.
 
 - ``plan_sample(ids, old_vectors, budget)``: which documents to re-embed (random, k-means coverage, farthest
   point), with a held-out part for the certificate.
@@ -18,7 +18,7 @@
 - ``stores.open_store(path)``: FAISS, LanceDB, Chroma, Qdrant (local), Milvus Lite and embedding files behind one
   protocol.
 
-The command line: ``latentstitch migrate plan|fit|certify|apply|search|status``.
+The command line: ``latentstitch migrate plan|fit|certify|refit|apply|search|status``.
 """
 
 from latentstitch.migrate._apply import ApplyResult, apply_migration, work_folder
@@ -26,7 +26,7 @@ from latentstitch.migrate._cascade import CascadeResult, CascadeStatus, cascade_
 from latentstitch.migrate._certify import certify_migration
 from latentstitch.migrate._collection import COLLECTION_KINDS, NewCollection, open_collection
 from latentstitch.migrate._confidence import confidence_curve, neighbourhood_agreement
-from latentstitch.migrate._decision import CHOICES, KEEP, Decision, decide
+from latentstitch.migrate._decision import CHOICES, KEEP, SMALL_INDEX, Decision, decide
 from latentstitch.migrate._fit import MigrationWarning, QuerySample, fit_migration, refit_migration, translation_routes
 from latentstitch.migrate._migration import MODES, Migration, metric_words
 from latentstitch.migrate._plan import STRATEGIES, MigrationPlan, budget_count, load_plan, plan_sample, save_plan
@@ -41,6 +41,7 @@ __all__ = [
     "KINDS",
     "METRICS",
     "MODES",
+    "SMALL_INDEX",
     "STRATEGIES",
     "ApplyResult",
     "CascadeResult",

@@ -123,6 +123,13 @@ def certify_migration(
             f"migration: expected a Migration (fit_migration's result, or Migration.load(path)), got "
             f"{type(migration).__name__}"
         )
+    if migration.refitted is not None:
+        raise ValueError(
+            f"migration: it was refitted after certification on all {migration.refitted['n_sample']} re-embedded "
+            "items (refit_migration), the held-out ones included, so nothing is left to certify it on; its "
+            f"certificate is the one of the migration it was refitted from (fitted on "
+            f"{migration.refitted['certified_n_sample']})"
+        )
     check_seed(seed)
     check_choice(threshold_space, "threshold_space", ("old", "new"))
     level = check_probability(level, "level", low_open=True, high_open=True)

@@ -8,7 +8,8 @@ held-out re-embedded item is a query with its new vector, judged by the overlap 
 the full re-embed's own top 10 among the known documents (Drift-Adapter's protocol): the full re-embed scores 1 by
 construction, and an item finding itself is never the figure.
 
-The rule, on paired percentile-bootstrap intervals over queries (``bootstrap_mean`` of per-query differences):
+The rule, on paired percentile-bootstrap intervals over queries (``bootstrap_difference`` of per-query
+differences):
 
 - the migration clearly below doing nothing: **keep the old model** (or, when a full re-embed is clearly better
   than the old model on labelled queries, **re-embed everything**): a migration is never advised when doing nothing
@@ -28,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from latentstitch.migrate._retrieval import Interval, bootstrap_mean
+from latentstitch.migrate._retrieval import Interval, bootstrap_difference, bootstrap_mean
 
 #: The share of a full re-embed's figure a migration must keep to be advised (issue 40: rebasis's single-stage
 #: bridges keep ~0.71 of a full re-index; a user who re-embeds expects the new model's answers).
@@ -90,9 +91,9 @@ def decide(
         "keep the old model": bootstrap_mean(old, rng, level),
         "re-embed everything": bootstrap_mean(reembedded, rng, level),
     }
-    edge = bootstrap_mean(migrated - old, rng, level)  # the migration against doing nothing
-    gain = bootstrap_mean(reembedded - old, rng, level)  # the new model end to end against the old
-    kept = bootstrap_mean(migrated - keep * reembedded, rng, level)  # above 0: keeps at least ``keep``
+    edge = bootstrap_difference(migrated - old, rng, level)  # the migration against doing nothing
+    gain = bootstrap_difference(reembedded - old, rng, level)  # the new model end to end against the old
+    kept = bootstrap_difference(migrated - keep * reembedded, rng, level)  # above 0: keeps at least ``keep``
     differences = {"migrate - keep the old model": edge, "re-embed - keep the old model": gain}
     differences[f"migrate - {keep:g} x re-embed"] = kept
     new_better = gain.low > 0 if labelled else True  # without labels the new model's own answers are the reference
@@ -108,7 +109,7 @@ def decide(
     elif edge.low <= 0:
         choice = "re-embed everything" if new_better else "cannot tell"
         why = "the migration is not measurably better than doing nothing"
-    elif n_index <= small_index and bootstrap_mean(reembedded - migrated, rng, level).low > 0:
+    elif n_index <= small_index and bootstrap_difference(reembedded - migrated, rng, level).low > 0:
         choice = "re-embed everything"
         why = f"the index holds only {n_index:,} items: re-embedding them costs less than what the migration loses"
     elif kept.low > 0:

@@ -27,7 +27,7 @@ from sklearn.base import clone
 
 from latentstitch._core.folds import kfold, training_rows
 from latentstitch._core.params import check_positive_int, check_seed
-from latentstitch.bridge import Bridge, resolve_routes
+from latentstitch.bridge import MIN_PER_FOLD, Bridge, resolve_routes
 from latentstitch.migrate._inputs import (
     MigrationWarning,
     check_ids,
@@ -144,6 +144,24 @@ def _pairs(mode: str, old: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.
     return (new, old) if mode == "query" else (old, new)
 
 
+def _inner_folds(asked: int, pairs: int) -> tuple[int, str | None]:
+    """The folds of the bridge's own route choice on ``pairs`` fit pairs: ``asked``, or as many as hold
+    ``MIN_PER_FOLD`` pairs each (at least 2; a note says so): a plan of 20 documents holds 10 out and leaves 10-14 to
+    fit on. Fewer than two folds' worth of pairs is an error naming the sample."""
+    usable = pairs // MIN_PER_FOLD
+    if usable < 2:
+        raise ValueError(
+            f"sample_ids: expected at least {2 * MIN_PER_FOLD} re-embedded items to fit on (outside holdout_ids, the "
+            f"queries' pairs counted), got {pairs}; re-embed more (a larger plan budget) or hold fewer out"
+        )
+    if usable >= asked:
+        return asked, None
+    return usable, (
+        f"inner_folds: {usable} of the {asked} asked: the route's cross-validation needs at least {MIN_PER_FOLD} "
+        f"pairs per fold and the fit has {pairs}"
+    )
+
+
 def _bridge(mode, old, new, routes, seed, inner_folds, index=None) -> Bridge:
     """The mode's bridge on the pairs; query-side, its held-out pairs are also ranked among ``index`` (the old
     index's vectors: ``Bridge.fit(target_pool=...)``), the search the bridged queries will run."""
@@ -214,6 +232,7 @@ def fit_migration(
     if queries is not None:
         source_old = np.concatenate([source_old, prepare(queries.old, metric).numpy()])
         source_new = np.concatenate([source_new, prepare(queries.new, metric).numpy()])
+    inner_folds, fewer_folds = _inner_folds(inner_folds, len(source_old))
     if queries is not None and queries.relevant is not None and len(routes) > 1:
         # labelled queries: each route is cross-validated on them (what users send), not on the bridge's own score
         bridges, scores, learning = _routes_on_queries(
@@ -244,7 +263,7 @@ def fit_migration(
         n_queries=0 if queries is None else len(queries.new),
         old_dimension=old.shape[1],
         new_dimension=new.shape[1],
-        notes=[warning] if warning else [],
+        notes=[note for note in (warning, fewer_folds) if note],
         holdout_ids=[str(i) for i in held_ids.tolist()],
     )
 
@@ -354,6 +373,15 @@ def _curve_summary(curve, documents: int, queries: int, folds: int) -> dict[str,
     return out
 
 
+def _refit_routes(bridge: Bridge) -> list[str]:
+    """The routes a refit tries: the bridge's chosen route; for a route that blends others (``ensemble``), the routes
+    it blended and itself (it is scored from their cross-validated predictions: alone it has nothing to blend)."""
+    spec = resolve_routes(bridge.route_)[0]
+    if spec.stack is None:
+        return [bridge.route_]
+    return [*bridge.estimator_.routes, bridge.route_]
+
+
 def refit_migration(
     migration: Migration,
     index_ids: Sequence,
@@ -367,8 +395,12 @@ def refit_migration(
 ) -> Migration:
     """The migration to deploy once certified: each mode's bridge, on the route it chose, refitted on every
     re-embedded item (those held out for the certificate too) and ``queries`` when given. The mode, the route and
-    the cross-validated scores stay those of ``migration``; a note says so, and ``holdout_ids`` is empty (nothing is
-    left to certify it on: its certificate is the one of ``migration``)."""
+    the cross-validated scores stay those of ``migration`` (a blend of routes, ``ensemble``, is refitted with the
+    routes it blended, and the bridge's own cross-validation on every item may then keep one of them instead: the
+    note says so); ``refitted`` records the refit (the items and queries refitted on, and the items the certified
+    bridge was fitted on), a note says so, and ``holdout_ids`` is empty: nothing is left to certify it on
+    (``certify_migration`` refuses it); its certificate is the one of ``migration``, measured before the refit.
+    ``index`` (the fitted index's record) is carried over."""
     if not isinstance(migration, Migration):
         raise TypeError(f"migration: expected a Migration (fit_migration's result), got {type(migration).__name__}")
     check_seed(seed)
@@ -395,16 +427,24 @@ def refit_migration(
         queries = queries.check(new.shape[1], old.shape[1], metric)
         source_old = np.concatenate([source_old, prepare(queries.old, metric).numpy()])
         source_new = np.concatenate([source_new, prepare(queries.new, metric).numpy()])
+    inner_folds, _ = _inner_folds(inner_folds, len(source_old))  # the fit's note already says when fewer
     bridges = {
-        mode: _bridge(mode, source_old, source_new, [bridge.route_], seed, inner_folds, old_n)
+        mode: _bridge(mode, source_old, source_new, _refit_routes(bridge), seed, inner_folds, old_n)
         for mode, bridge in migration.bridges.items()
     }
+    certified = migration.n_sample if migration.refitted is None else migration.refitted["certified_n_sample"]
     note = (
         f"refitted on all {len(ids)} re-embedded items"
         + ("" if queries is None else f" and {len(queries.new)} queries")
         + " after certification (the held-out ones included); the certificate measured the bridge fitted on "
-        f"{migration.n_sample}"
+        f"{certified}"
     )
+    for mode, bridge in bridges.items():
+        if bridge.route_ != migration.bridges[mode].route_:
+            note += (
+                f"; the {mode}-side {migration.bridges[mode].route_} refitted with the routes it blends: the bridge's "
+                f"cross-validation on every item kept {bridge.route_}"
+            )
     return Migration(
         mode=migration.mode,
         metric=metric,
@@ -417,4 +457,10 @@ def refit_migration(
         new_dimension=migration.new_dimension,
         notes=[*migration.notes, note],
         holdout_ids=[],
+        index=None if migration.index is None else dict(migration.index),
+        refitted={
+            "n_sample": len(ids),
+            "n_queries": 0 if queries is None else len(queries.new),
+            "certified_n_sample": certified,
+        },
     )

@@ -102,6 +102,10 @@ class Migration:
     #: The index the migration was fitted on: its ``count`` of vectors, ``sha256`` (``VectorStore.fingerprint``) and
     #: ``kind`` (``record_index``); ``apply`` and ``search`` refuse another index. None when not recorded.
     index: dict[str, Any] | None = None
+    #: Set by ``refit_migration``: the bridges were refitted after certification on every re-embedded item
+    #: (``n_sample``) and ``n_queries`` labelled queries; ``certified_n_sample``: the items the certified bridge was
+    #: fitted on (its certificate's figures were measured on that bridge, before the refit). None when not refitted.
+    refitted: dict[str, int] | None = None
 
     def learning_gain(self, mode: str | None = None) -> tuple[CurveMeasure, float] | None:
         """The learning curve's measure and its gain over the last doubling of the pairs (per doubling), or None
@@ -187,6 +191,7 @@ class Migration:
             "learning": self.learning,
             **({} if self.holdout_ids is None else {"holdout_ids": self.holdout_ids}),
             **({} if self.index is None else {"index": self.index}),
+            **({} if self.refitted is None else {"refitted": self.refitted}),
         }
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -227,6 +232,7 @@ class Migration:
                 learning=_learning(payload.get("learning", {}), name),
                 holdout_ids=_holdout(payload.get("holdout_ids"), name),
                 index=_index_record(payload.get("index"), name),
+                refitted=_refitted(payload.get("refitted"), name),
             )
         except (KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"{name}: {str(source)!r} lacks the field {error} of a migration file") from None
@@ -431,6 +437,22 @@ def _index_record(value: Any, name: str) -> dict[str, Any] | None:
     ):
         raise ValueError(f"{name}: 'index' must record the fitted index's count (an integer) and sha256")
     return {"count": value["count"], "sha256": value["sha256"], "kind": str(value.get("kind", ""))}
+
+
+REFITTED = ("n_sample", "n_queries", "certified_n_sample")
+
+
+def _refitted(value: Any, name: str) -> dict[str, int] | None:
+    """A migration file's record of its refit (absent when not refitted: None)."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, dict)
+        or set(value) != set(REFITTED)
+        or not all(isinstance(value[k], int) and not isinstance(value[k], bool) and value[k] >= 0 for k in REFITTED)
+    ):
+        raise ValueError(f"{name}: 'refitted' must record {', '.join(REFITTED)} as counts")
+    return {k: value[k] for k in REFITTED}
 
 
 def _holdout(value: Any, name: str) -> list[str] | None:

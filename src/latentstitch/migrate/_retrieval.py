@@ -136,6 +136,19 @@ def bootstrap_mean(values: np.ndarray, rng: np.random.Generator, level: float = 
     return Interval(float(values.mean()), low, high, n, level)
 
 
+def bootstrap_difference(
+    values: np.ndarray, rng: np.random.Generator, level: float = 0.95, draws: int = 2000
+) -> Interval:
+    """Mean of per-query paired differences and its percentile-bootstrap interval over queries. Never Wilson's:
+    differences of hits (-1, 0, 1) that happen to hold no -1 are not a proportion (one query of 150 would look
+    measurable)."""
+    values = np.asarray(values, dtype=float)
+    if len(values) == 0:
+        return Interval(float("nan"), float("nan"), float("nan"), 0, level)
+    low, high = percentile_bootstrap_mean(values, rng, draws, level)
+    return Interval(float(values.mean()), low, high, len(values), level)
+
+
 def summarise(rank: np.ndarray, rng: np.random.Generator, level: float = 0.95) -> dict[str, Interval]:
     """Every measure of ``per_query`` as a bootstrap interval."""
     return {name: bootstrap_mean(values, rng, level) for name, values in per_query(rank).items()}
