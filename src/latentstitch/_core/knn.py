@@ -9,6 +9,7 @@ alignment.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -101,7 +102,7 @@ def csls_nearest(
     mean cosine of source row i to its k nearest target rows and ``r_source(j)`` that of target row j to its k
     nearest source rows (hubs, near many rows, are penalised). With ``keep`` < 1, each candidate of each direction
     is kept with that probability (VecMap's stochastic dictionary induction, Artetxe et al., ACL 2018; a dropped
-    candidate cannot be chosen).
+    candidate cannot be chosen: drawn as the geometric rank of the first survivor among each row's best, ``_survivor``).
 
     Chunked as ``top_k``: two passes over (chunk, m) blocks of cosines (the first for the neighbourhood means, the
     second for the choices), memory O(chunk x m + k x m); when the whole n x m block fits one chunk
@@ -110,39 +111,56 @@ def csls_nearest(
     near_target, near_source = min(k, m), min(k, n)
     with torch.no_grad():
         r_target = torch.empty(n, dtype=source.dtype, device=source.device)
+        forward_best = torch.empty(n, dtype=source.dtype, device=source.device)
         column_top = torch.full((near_source, m), -torch.inf, dtype=source.dtype, device=source.device)
         kept: list[torch.Tensor] = []
         small = n * m <= CHUNK_ELEMENTS
         for start, stop in row_blocks(n, m):
             sims = matmul(source[start:stop], target.T)
-            r_target[start:stop] = torch.topk(sims, near_target, dim=1).values.mean(dim=1)
+            top = torch.topk(sims, near_target, dim=1).values
+            r_target[start:stop], forward_best[start:stop] = top.mean(dim=1), top[:, 0]
             block_top = torch.topk(sims, min(near_source, stop - start), dim=0).values
             column_top = torch.topk(torch.cat([column_top, block_top]), near_source, dim=0).values
             if small:
                 kept.append(sims)
-        r_source = column_top.mean(dim=0)
+        r_source, backward_best = column_top.mean(dim=0), column_top[0]
+        depth = _depth(keep, max(n, m))
         forward = torch.empty(n, dtype=torch.long, device=source.device)
-        forward_best = torch.empty(n, dtype=source.dtype, device=source.device)
-        backward = torch.zeros(m, dtype=torch.long, device=source.device)
-        backward_score = torch.full((m,), -torch.inf, dtype=source.dtype, device=source.device)
-        backward_best = torch.full((m,), -torch.inf, dtype=source.dtype, device=source.device)
+        column_scores = torch.full((min(depth, n), m), -torch.inf, dtype=source.dtype, device=source.device)
+        column_rows = torch.zeros((min(depth, n), m), dtype=torch.long, device=source.device)
         for number, (start, stop) in enumerate(row_blocks(n, m)):
             sims = kept[number] if small else matmul(source[start:stop], target.T)
-            forward_best[start:stop] = sims.amax(dim=1)
-            backward_best = torch.maximum(backward_best, sims.amax(dim=0))
-            # the row's own r term does not change its choice: only the other side's enters each direction
-            ahead = _dropped(2 * sims - r_source[None, :], keep, generator)
-            forward[start:stop] = ahead.argmax(dim=1)
-            value, where = _dropped(2 * sims - r_target[start:stop, None], keep, generator).max(dim=0)
-            better = value > backward_score
-            backward_score = torch.where(better, value, backward_score)
-            backward = torch.where(better, where + start, backward)
+            # CSLS / 2 up to the row's own r term, which does not change the row's choice
+            ahead = torch.topk(sims - r_source[None, :] / 2, min(depth, m), dim=1).indices
+            forward[start:stop] = _survivor(ahead, keep, generator, dim=1)
+            block = torch.topk(sims.sub_(r_target[start:stop, None] / 2), min(depth, stop - start), dim=0)
+            values = torch.cat([column_scores, block.values])
+            rows = torch.cat([column_rows, block.indices + start])
+            column_scores, order = torch.topk(values, column_scores.shape[0], dim=0)
+            column_rows = torch.gather(rows, 0, order)
+        backward = _survivor(column_rows, keep, generator, dim=0)
     return CslsMatch(forward, backward, forward_best, backward_best)
 
 
-def _dropped(scores: torch.Tensor, keep: float, generator: torch.Generator | None) -> torch.Tensor:
-    """``scores`` with each entry dropped (-inf) with probability 1 - ``keep``; unchanged when ``keep`` >= 1."""
+#: Stochastic induction looks this far down each row's ranking: every candidate above is dropped with probability
+#: below this (then the last one looked at is taken).
+_MISS = 1e-6
+
+
+def _depth(keep: float, size: int) -> int:
+    """How many best candidates a stochastic choice needs: ``(1 - keep)^depth <= _MISS`` (1 when ``keep`` >= 1)."""
     if keep >= 1.0:
-        return scores
-    drop = torch.rand(scores.shape, generator=generator, device=scores.device) >= keep
-    return scores.masked_fill_(drop, -torch.inf)
+        return 1
+    return max(1, min(size, math.ceil(math.log(_MISS) / math.log1p(-keep))))
+
+
+def _survivor(ranked: torch.Tensor, keep: float, generator: torch.Generator | None, dim: int) -> torch.Tensor:
+    """The best candidate that survives when each is kept with probability ``keep``, from candidates ranked best
+    first along ``dim``: the rank of the first survivor is geometric (failures before the first success), so one
+    draw per row replaces a draw per candidate (the same choice in distribution as dropping every entry)."""
+    if keep >= 1.0 or ranked.shape[dim] == 1:
+        return ranked.select(dim, 0)
+    count = ranked.shape[1 - dim]
+    uniform = torch.rand(count, generator=generator, dtype=torch.float64, device=ranked.device)
+    rank = torch.floor(torch.log1p(-uniform) / math.log1p(-keep)).clamp(max=ranked.shape[dim] - 1).long()
+    return torch.gather(ranked, dim, rank.unsqueeze(dim)).squeeze(dim)

@@ -19,11 +19,12 @@ Every one maps ``y = (x - mean_s) W scale + mean_t``: ``W`` orthogonal (zero-pad
 means over the pairs and the pool of each side, ``scale`` the ratio of the two sides' root-mean-square spreads (the
 target's spread kept, as ``procrustes_norm``). Without pools, each is Procrustes on the pairs alone.
 
-Cost and memory: the matching works on at most ``subsample`` rows of each pool (a seeded random draw), in float32,
-by blocks of cosines (``_core.knn.csls_nearest``): O(subsample x width) for the rows and O(chunk x subsample) for
-one block (about 64 MiB; the whole subsample x subsample block is kept between the two passes of a round when it
-fits one), O(subsample^2) time per round; fits in float64, O(width^2). ``BootstrappedProcrustes`` holds the
-transport plan, O(subsample^2) float64.
+Cost and memory: the matching works on at most ``subsample`` rows of the source pool and ``target_subsample`` of the
+target pool (seeded random draws), in float32, by blocks of cosines (``_core.knn.csls_nearest``): O((subsample +
+target_subsample) x width) for the rows and one block of at most 2^24 cosines (64 MiB; kept between the two
+passes of a round when the whole subsample x target_subsample block fits in it, as with the defaults), O(subsample
+x target_subsample x width) time per round; fits in float64, O(width^2). ``BootstrappedProcrustes`` holds the
+transport plan, O(subsample x target_subsample) float64 (8 MiB with its defaults).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from latentstitch.stitching import AffineMap
 
 #: The share of the total weight of a Procrustes fit the real pairs carry when pseudo-pairs outnumber them (each
 #: pair then weighs n_pseudo / n_pairs): a few true pairs are not drowned by thousands of guessed ones.
-ANCHOR_SHARE = 0.5
+ANCHOR_SHARE = 0.2
 #: Neighbourhood of CSLS (VecMap's ``--csls 10``, Conneau et al.'s k).
 CSLS_K = 10
 
@@ -73,10 +74,10 @@ class PoolAlignment(AffineMap, abstract=True):
         if source_pool is not None:
             rng = np.random.default_rng([check_seed(self.random_state, "random_state"), 31])
             pools = tuple(
-                _pool(pool, name, like.shape[1], side, self.subsample, rng, like.device)
-                for pool, name, like, side in (
-                    (source_pool, "source_pool", s64, "source"),
-                    (target_pool, "target_pool", t64, "target"),
+                _pool(pool, name, like.shape[1], side, cap, rng, like.device)
+                for pool, name, like, side, cap in (
+                    (source_pool, "source_pool", s64, "source", self.subsample),
+                    (target_pool, "target_pool", t64, "target", self.target_subsample),
                 )
             )
         return s64, t64, pools
@@ -161,10 +162,12 @@ class PoolProcrustes(PoolAlignment):
         Refits at most (0: Procrustes on the pairs alone).
     tol : float
         The matching "stops changing" when at most this share of its pairs differs from the previous round's.
-    subsample : int
-        Rows of each pool the matching works on (a seeded random draw above it).
+    subsample, target_subsample : int
+        Rows of the source pool and of the target pool the matching works on (seeded random draws above them). The
+        target's is larger: two independent draws share few items (a tenth of each of two 10k pools share a
+        hundredth), so every drawn source row is matched against a larger share of the target pool.
     random_state : int
-        Seed of the draw.
+        Seed of the draws.
 
     Attributes
     ----------
@@ -180,13 +183,22 @@ class PoolProcrustes(PoolAlignment):
         "max_iter": rule(check_positive_int, minimum=0),
         "tol": rule(check_probability),
         "subsample": rule(check_positive_int, minimum=2),
+        "target_subsample": rule(check_positive_int, minimum=2),
         "random_state": rule(check_seed),
     }
 
-    def __init__(self, max_iter: int = 10, tol: float = 0.01, subsample: int = 3000, random_state: int = 0):
+    def __init__(
+        self,
+        max_iter: int = 10,
+        tol: float = 0.01,
+        subsample: int = 800,
+        target_subsample: int = 3200,
+        random_state: int = 0,
+    ):
         self.max_iter = max_iter
         self.tol = tol
         self.subsample = subsample
+        self.target_subsample = target_subsample
         self.random_state = random_state
 
     def fit(
@@ -230,7 +242,8 @@ class SelfLearning(PoolAlignment):
     Where this departs from VecMap, and why: the pairs stay in the dictionary every round (VecMap keeps its seed
     only for the first fit; here they are known-true pairs); the schedule is compressed (VecMap's semi-supervised
     preset starts at keep 0.1 with an interval of 50 rounds: hundreds of rounds, too many for the bridge's
-    cross-validation, which fits a route once per fold) and capped by ``max_iter``; the final map stays orthogonal
+    cross-validation, which fits a route once per fold) and capped by ``max_iter`` (the last round allowed induces
+with every candidate kept); the final map stays orthogonal
     (VecMap's last step whitens, re-weights and de-whitens both sides, which moves the target out of its own space,
     where the old model's index reads it); and the vocabulary cut-off (``--vocabulary_cutoff 20000``, the most
     frequent words) is a seeded random ``subsample``.
@@ -245,8 +258,8 @@ class SelfLearning(PoolAlignment):
         The first keep probability, and its factor (VecMap's 2).
     stochastic_interval : int
         Rounds without improvement before ``keep`` grows.
-    subsample : int
-        Rows of each pool the induction works on (a seeded random draw above it).
+    subsample, target_subsample : int
+        Rows of the source pool and of the target pool the induction works on (as ``PoolProcrustes``).
     random_state : int
         Seed of the draw and of the stochastic induction.
 
@@ -268,19 +281,22 @@ class SelfLearning(PoolAlignment):
         "stochastic_multiplier": rule(check_number, low=1.0, low_open=True),
         "stochastic_interval": rule(check_positive_int),
         "subsample": rule(check_positive_int, minimum=2),
+        "target_subsample": rule(check_positive_int, minimum=2),
         "random_state": rule(check_seed),
     }
 
     def __init__(
         self,
-        max_iter: int = 12,
+        max_iter: int = 4,
         threshold: float = 1e-6,
         stochastic_initial: float = 0.5,
         stochastic_multiplier: float = 2.0,
         stochastic_interval: int = 1,
-        subsample: int = 3000,
+        subsample: int = 800,
+        target_subsample: int = 3200,
         random_state: int = 0,
     ):
+        self.target_subsample = target_subsample
         self.max_iter = max_iter
         self.threshold = threshold
         self.stochastic_initial = stochastic_initial
@@ -319,7 +335,9 @@ class SelfLearning(PoolAlignment):
             rotation = orthogonal_factor(cross if i is None else cross + matmul(px[i].T, py[j]))
             if end or it > self.max_iter:
                 break
-            match = csls_nearest(matmul(unit_x, rotation.float()), unit_y, CSLS_K, keep, generator)
+            # the last round allowed is deterministic, so the map is not fitted on a randomly thinned dictionary
+            final = 1.0 if it == self.max_iter else keep
+            match = csls_nearest(matmul(unit_x, rotation.float()), unit_y, CSLS_K, final, generator)
             i, j = match.union()
             objective = float((match.forward_similarity.mean() + match.backward_similarity.mean()) / 2)
             if objective - best >= self.threshold:
@@ -351,8 +369,9 @@ class BootstrappedProcrustes(PoolAlignment):
         New pairs asked for, as a share of the smaller (subsampled) pool.
     n_rounds : int
         Rounds of ``bootstrap_anchors``.
-    subsample : int
-        Rows of each pool the bootstrap works on (its transport plan is subsample^2 float64).
+    subsample, target_subsample : int
+        Rows of the source pool and of the target pool the bootstrap works on (as ``PoolProcrustes``; its transport
+        plan is subsample x target_subsample float64).
     random_state : int
         Seed of the draw.
 
@@ -367,10 +386,19 @@ class BootstrappedProcrustes(PoolAlignment):
         "grow": rule(check_probability, low_open=True),
         "n_rounds": rule(check_positive_int),
         "subsample": rule(check_positive_int, minimum=2),
+        "target_subsample": rule(check_positive_int, minimum=2),
         "random_state": rule(check_seed),
     }
 
-    def __init__(self, grow: float = 0.5, n_rounds: int = 3, subsample: int = 1000, random_state: int = 0):
+    def __init__(
+        self,
+        grow: float = 0.5,
+        n_rounds: int = 3,
+        subsample: int = 500,
+        target_subsample: int = 2000,
+        random_state: int = 0,
+    ):
+        self.target_subsample = target_subsample
         self.grow = grow
         self.n_rounds = n_rounds
         self.subsample = subsample

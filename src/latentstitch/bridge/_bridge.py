@@ -77,7 +77,8 @@ def pool_specs(specs: list[RouteSpec], routes: Any, pooled: bool) -> list[RouteS
     wanted = [spec.name for spec in specs if spec.pools and spec.name in named]
     if wanted:
         raise ValueError(
-            f"routes: {', '.join(wanted)} needs unpaired vectors of both models: pass source_pool= and target_pool="
+            f"routes: {', '.join(wanted)} {'needs' if len(wanted) == 1 else 'need'} unpaired vectors of both models: "
+            "pass source_pool= and target_pool="
         )
     return [spec for spec in specs if not spec.pools]
 
