@@ -230,48 +230,48 @@ class PoolProcrustes(PoolAlignment):
 
 class SelfLearning(PoolAlignment):
     """VecMap's semi-supervised self-learning (Artetxe et al., ACL 2018; official code artetxem/vecmap,
-    ``map_embeddings.py``) with the pairs as its seed dictionary, the pools as its vocabulary.
+        ``map_embeddings.py``) with the pairs as its seed dictionary, the pools as its vocabulary.
 
-    As VecMap: both sides are normalised unit, centre, unit (``--normalize unit center unit``); every round fits an
-    orthogonal map on the dictionary, then re-induces the dictionary from the union of both directions' nearest
-    neighbours under CSLS (``--direction union --csls 10``) with stochastic dictionary induction (each candidate
-    kept with probability ``keep``, which starts at ``stochastic_initial`` and is multiplied by
-    ``stochastic_multiplier`` whenever the objective, the mean best cosine of both directions, has not improved by
-    ``threshold`` for ``stochastic_interval`` rounds); it stops when that happens with ``keep`` already 1.
+        As VecMap: both sides are normalised unit, centre, unit (``--normalize unit center unit``); every round fits an
+        orthogonal map on the dictionary, then re-induces the dictionary from the union of both directions' nearest
+        neighbours under CSLS (``--direction union --csls 10``) with stochastic dictionary induction (each candidate
+        kept with probability ``keep``, which starts at ``stochastic_initial`` and is multiplied by
+        ``stochastic_multiplier`` whenever the objective, the mean best cosine of both directions, has not improved by
+        ``threshold`` for ``stochastic_interval`` rounds); it stops when that happens with ``keep`` already 1.
 
-    Where this departs from VecMap, and why: the pairs stay in the dictionary every round (VecMap keeps its seed
-    only for the first fit; here they are known-true pairs); the schedule is compressed (VecMap's semi-supervised
-    preset starts at keep 0.1 with an interval of 50 rounds: hundreds of rounds, too many for the bridge's
-    cross-validation, which fits a route once per fold) and capped by ``max_iter`` (the last round allowed induces
-with every candidate kept); the final map stays orthogonal
-    (VecMap's last step whitens, re-weights and de-whitens both sides, which moves the target out of its own space,
-    where the old model's index reads it); and the vocabulary cut-off (``--vocabulary_cutoff 20000``, the most
-    frequent words) is a seeded random ``subsample``.
+        Where this departs from VecMap, and why: the pairs stay in the dictionary every round (VecMap keeps its seed
+        only for the first fit; here they are known-true pairs); the schedule is compressed (VecMap's semi-supervised
+        preset starts at keep 0.1 with an interval of 50 rounds: hundreds of rounds, too many for the bridge's
+        cross-validation, which fits a route once per fold) and capped by ``max_iter`` (the last round allowed induces
+    with every candidate kept); the final map stays orthogonal
+        (VecMap's last step whitens, re-weights and de-whitens both sides, which moves the target out of its own space,
+        where the old model's index reads it); and the vocabulary cut-off (``--vocabulary_cutoff 20000``, the most
+        frequent words) is a seeded random ``subsample``.
 
-    Parameters
-    ----------
-    max_iter : int
-        Rounds at most (0: Procrustes on the pairs alone).
-    threshold : float
-        The objective's least improvement that counts (VecMap's 1e-6).
-    stochastic_initial, stochastic_multiplier : float
-        The first keep probability, and its factor (VecMap's 2).
-    stochastic_interval : int
-        Rounds without improvement before ``keep`` grows.
-    subsample, target_subsample : int
-        Rows of the source pool and of the target pool the induction works on (as ``PoolProcrustes``).
-    random_state : int
-        Seed of the draw and of the stochastic induction.
+        Parameters
+        ----------
+        max_iter : int
+            Rounds at most (0: Procrustes on the pairs alone).
+        threshold : float
+            The objective's least improvement that counts (VecMap's 1e-6).
+        stochastic_initial, stochastic_multiplier : float
+            The first keep probability, and its factor (VecMap's 2).
+        stochastic_interval : int
+            Rounds without improvement before ``keep`` grows.
+        subsample, target_subsample : int
+            Rows of the source pool and of the target pool the induction works on (as ``PoolProcrustes``).
+        random_state : int
+            Seed of the draw and of the stochastic induction.
 
-    Attributes
-    ----------
-    coef_, intercept_, rotation_, scale_ : as ``PoolProcrustes``.
-    n_pseudo_pairs_ : int
-        Induced pairs of the last dictionary (0 without pools).
-    n_iter_ : int
-        Rounds run.
-    objective_ : float
-        The last round's objective (NaN without pools).
+        Attributes
+        ----------
+        coef_, intercept_, rotation_, scale_ : as ``PoolProcrustes``.
+        n_pseudo_pairs_ : int
+            Induced pairs of the last dictionary (0 without pools).
+        n_iter_ : int
+            Rounds run.
+        objective_ : float
+            The last round's objective (NaN without pools).
     """
 
     _parameter_constraints: ClassVar[dict[str, Rule]] = {
