@@ -94,16 +94,22 @@ def test_the_bridge_picks_a_pool_route_and_bridges_better_than_the_paired_pick()
     assert max(errors["pools"]) < 0.15 and min(errors["pairs"]) > 0.3, errors
 
 
-class Recording(PoolProcrustes):
-    """PoolProcrustes that keeps what each fit was given."""
+class Recording:
+    """A PoolProcrustes factory whose estimators keep what each fit was given (a factory, not a subclass: a subclass
+    would join the library's registry of saved estimators)."""
 
     calls: ClassVar[list] = []
 
-    def fit(self, source, target, source_pool=None, target_pool=None):
-        Recording.calls.append(
-            tuple(np.asarray(a, dtype=np.float64) for a in (source, target, source_pool, target_pool))
-        )
-        return super().fit(source, target, source_pool, target_pool)
+    def __new__(cls, **params):
+        estimator = PoolProcrustes(**params)
+        fit = estimator.fit
+
+        def recorded(source, target, source_pool=None, target_pool=None):
+            cls.calls.append(tuple(np.asarray(a, dtype=np.float64) for a in (source, target, source_pool, target_pool)))
+            return fit(source, target, source_pool, target_pool)
+
+        estimator.fit = recorded
+        return estimator
 
 
 @pytest.fixture
@@ -277,3 +283,15 @@ def test_the_cli_fits_with_both_pools_and_names_bad_pool_files(tmp_path, capsys)
         "--source-pool",
         "--target-pool",
     )
+
+
+@pytest.mark.parametrize("estimator", [PoolProcrustes, SelfLearning, BootstrappedProcrustes])
+def test_each_side_is_centred_on_its_own_mean_and_widths_may_differ(estimator):
+    # each side's mean and spread are its own (all three once centred the target on the source's mean, and failed on
+    # sides of two widths): a scaled, rotated target shifted far from the source, of another width, is mapped onto
+    rng = np.random.default_rng(0)
+    source = rng.normal(size=(60, 5))
+    rotation = np.linalg.qr(rng.normal(size=(6, 6)))[0][:5]
+    target = 3.0 * source @ rotation + 10.0
+    mapped = estimator().fit(source, target).transform(source)
+    assert np.abs(mapped - target).max() < 1e-9 * np.abs(target).max()

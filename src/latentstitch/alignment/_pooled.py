@@ -208,7 +208,9 @@ class PoolProcrustes(PoolAlignment):
         two pools (unpaired rows of each model). Returns ``self``."""
         self._check_params()
         s, t, pools = self._inputs(source, target, source_pool, target_pool)
-        (mean_s, spread_s), (mean_t, spread_t) = (side_centre(s, None if pools is None else pools[i]) for i in (0, 1))
+        (mean_s, spread_s), (mean_t, spread_t) = (
+            side_centre(side, None if pools is None else pools[i]) for i, side in enumerate((s, t))
+        )
         x, y = s - mean_s, t - mean_t
         rotation = weighted_rotation(x, y)
         self.n_pseudo_pairs_, self.n_iter_ = 0, 0
@@ -311,7 +313,9 @@ class SelfLearning(PoolAlignment):
         """Fit on the pairs and, optionally, the two pools (as ``PoolProcrustes.fit``). Returns ``self``."""
         self._check_params()
         s, t, pools = self._inputs(source, target, source_pool, target_pool)
-        (mean_s, spread_s), (mean_t, spread_t) = (side_centre(s, None if pools is None else pools[i]) for i in (0, 1))
+        (mean_s, spread_s), (mean_t, spread_t) = (
+            side_centre(side, None if pools is None else pools[i]) for i, side in enumerate((s, t))
+        )
         self.n_pseudo_pairs_, self.n_iter_, self.objective_ = 0, 0, math.nan
         if pools is None:
             rotation = weighted_rotation(s - mean_s, t - mean_t)
@@ -410,7 +414,9 @@ class BootstrappedProcrustes(PoolAlignment):
         """Fit on the pairs and, optionally, the two pools (as ``PoolProcrustes.fit``). Returns ``self``."""
         self._check_params()
         s, t, pools = self._inputs(source, target, source_pool, target_pool)
-        (mean_s, spread_s), (mean_t, spread_t) = (side_centre(s, None if pools is None else pools[i]) for i in (0, 1))
+        (mean_s, spread_s), (mean_t, spread_t) = (
+            side_centre(side, None if pools is None else pools[i]) for i, side in enumerate((s, t))
+        )
         x, y = s - mean_s, t - mean_t
         self.n_pseudo_pairs_ = 0
         rotation = weighted_rotation(x, y)
