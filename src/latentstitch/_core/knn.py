@@ -2,12 +2,15 @@
 
 ``top_k`` finds each query's k most similar rows of an index (cosine similarity when the rows are unit-normalised),
 ``row_blocks`` the chunks it works in, and ``shared_neighbours`` how many neighbours two lists of the same rows have
-in common. Used by the neighbourhood similarity measures and by the matching steps of alignment.
+in common, ``mutual_nearest`` and ``csls_nearest`` the nearest rows across two sets (plain cosine, or CSLS with the
+stochastic induction of VecMap). Used by the neighbourhood similarity measures and by the matching steps of
+alignment.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 
@@ -60,3 +63,86 @@ def mutual_nearest(queries: torch.Tensor, index: torch.Tensor) -> tuple[torch.Te
     rows = torch.arange(queries.shape[0], device=queries.device)
     mutual = column_best[best] == rows
     return rows[mutual], best[mutual]
+
+
+@dataclass(frozen=True)
+class CslsMatch:
+    """The nearest neighbours of two sets of unit rows under CSLS (``csls_nearest``): ``forward[i]``, source row i's
+    best target row; ``backward[j]``, target row j's best source row; ``forward_similarity`` and
+    ``backward_similarity``, each row's largest plain cosine (VecMap's objective is their mean)."""
+
+    forward: torch.Tensor
+    backward: torch.Tensor
+    forward_similarity: torch.Tensor
+    backward_similarity: torch.Tensor
+
+    def mutual(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Pairs ``(i, j)`` that are each other's nearest: ``forward[i] == j`` and ``backward[j] == i``."""
+        rows = torch.arange(self.backward.shape[0], device=self.backward.device)
+        mutual = self.forward[self.backward] == rows
+        return self.backward[mutual], rows[mutual]
+
+    def union(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every row's nearest, both directions (VecMap's ``--direction union``): ``(i, forward[i])`` for every
+        source row, then ``(backward[j], j)`` for every target row."""
+        n, m = self.forward.shape[0], self.backward.shape[0]
+        device = self.forward.device
+        return (
+            torch.cat([torch.arange(n, device=device), self.backward]),
+            torch.cat([self.forward, torch.arange(m, device=device)]),
+        )
+
+
+def csls_nearest(
+    source: torch.Tensor, target: torch.Tensor, k: int = 10, keep: float = 1.0, generator: torch.Generator | None = None
+) -> CslsMatch:
+    """Nearest neighbours in both directions under CSLS (Conneau et al., ICLR 2018) between unit rows ``source``
+    (n, d) and ``target`` (m, d): ``CSLS(i, j) = 2 cos(i, j) - r_target(i) - r_source(j)``, with ``r_target(i)`` the
+    mean cosine of source row i to its k nearest target rows and ``r_source(j)`` that of target row j to its k
+    nearest source rows (hubs, near many rows, are penalised). With ``keep`` < 1, each candidate of each direction
+    is kept with that probability (VecMap's stochastic dictionary induction, Artetxe et al., ACL 2018; a dropped
+    candidate cannot be chosen).
+
+    Chunked as ``top_k``: two passes over (chunk, m) blocks of cosines (the first for the neighbourhood means, the
+    second for the choices), memory O(chunk x m + k x m); when the whole n x m block fits one chunk
+    (``CHUNK_ELEMENTS``), it is kept between the passes instead of recomputed."""
+    n, m = source.shape[0], target.shape[0]
+    near_target, near_source = min(k, m), min(k, n)
+    with torch.no_grad():
+        r_target = torch.empty(n, dtype=source.dtype, device=source.device)
+        column_top = torch.full((near_source, m), -torch.inf, dtype=source.dtype, device=source.device)
+        kept: list[torch.Tensor] = []
+        small = n * m <= CHUNK_ELEMENTS
+        for start, stop in row_blocks(n, m):
+            sims = matmul(source[start:stop], target.T)
+            r_target[start:stop] = torch.topk(sims, near_target, dim=1).values.mean(dim=1)
+            block_top = torch.topk(sims, min(near_source, stop - start), dim=0).values
+            column_top = torch.topk(torch.cat([column_top, block_top]), near_source, dim=0).values
+            if small:
+                kept.append(sims)
+        r_source = column_top.mean(dim=0)
+        forward = torch.empty(n, dtype=torch.long, device=source.device)
+        forward_best = torch.empty(n, dtype=source.dtype, device=source.device)
+        backward = torch.zeros(m, dtype=torch.long, device=source.device)
+        backward_score = torch.full((m,), -torch.inf, dtype=source.dtype, device=source.device)
+        backward_best = torch.full((m,), -torch.inf, dtype=source.dtype, device=source.device)
+        for number, (start, stop) in enumerate(row_blocks(n, m)):
+            sims = kept[number] if small else matmul(source[start:stop], target.T)
+            forward_best[start:stop] = sims.amax(dim=1)
+            backward_best = torch.maximum(backward_best, sims.amax(dim=0))
+            # the row's own r term does not change its choice: only the other side's enters each direction
+            ahead = _dropped(2 * sims - r_source[None, :], keep, generator)
+            forward[start:stop] = ahead.argmax(dim=1)
+            value, where = _dropped(2 * sims - r_target[start:stop, None], keep, generator).max(dim=0)
+            better = value > backward_score
+            backward_score = torch.where(better, value, backward_score)
+            backward = torch.where(better, where + start, backward)
+    return CslsMatch(forward, backward, forward_best, backward_best)
+
+
+def _dropped(scores: torch.Tensor, keep: float, generator: torch.Generator | None) -> torch.Tensor:
+    """``scores`` with each entry dropped (-inf) with probability 1 - ``keep``; unchanged when ``keep`` >= 1."""
+    if keep >= 1.0:
+        return scores
+    drop = torch.rand(scores.shape, generator=generator, device=scores.device) >= keep
+    return scores.masked_fill_(drop, -torch.inf)
