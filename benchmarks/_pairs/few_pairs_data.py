@@ -178,23 +178,34 @@ def _encode(encoder: str, items, progress: bool, encoders: dict) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def load_pool_set(name: str, *, progress: bool = True) -> PoolSet:
-    """The set ``name`` (one of ``SETS``), from the cache or embedded (and cached)."""
+def load_pool_set(name: str, *, pool: int = POOL, progress: bool = True) -> PoolSet:
+    """The set ``name`` (one of ``SETS``) with pools of the first ``pool`` rows, from the cache or embedded (and
+    cached). The embedding order is the cores, then the two pools chunk by chunk, so a cut-short build keeps the
+    chunks it made (the encoders' caches) for the next call."""
     from safetensors.numpy import load_file, save_file
 
     from latentstitch._core.atomic import atomic_path
 
     if name not in SETS:
         raise ValueError(f"name: expected one of {', '.join(SETS)}, got {name!r}")
+    if not 0 < pool <= POOL:
+        raise ValueError(f"pool: expected an integer in [1, {POOL}], got {pool!r}")
     pair = next(p for p in FEW_PAIRS if p.item_set == name)
-    path = cache_dir() / f"{name}.safetensors"
+    path = cache_dir() / f"{name}-{pool}.safetensors"
     if not path.exists():
         items = bible_books_items() if name == "bible-books" else fashion_pool_items()
         data, encoders = {}, {}
-        for encoder, pool in zip((pair.first, pair.second), items["pools"], strict=True):
+        for encoder in (pair.first, pair.second):
             data[f"core:{encoder}"] = _encode(encoder, items["core"], progress, encoders)
-            data[f"pool:{encoder}"] = _encode(encoder, pool, progress, encoders)
-            encoders.clear()
+        parts: dict[str, list] = {pair.first: [], pair.second: []}
+        for start in range(0, pool, CHUNK):
+            for encoder, rows in zip((pair.first, pair.second), items["pools"], strict=True):
+                chunk = rows[start : min(start + CHUNK, pool)]
+                if progress:
+                    print(f"  {name} pool of {encoder}: rows {start}-{start + len(chunk)} of {pool}", flush=True)
+                parts[encoder].append(_encode(encoder, chunk, False, encoders))
+        for encoder, chunks in parts.items():
+            data[f"pool:{encoder}"] = np.concatenate(chunks)
         data["labels"] = np.asarray(items["labels"], dtype=np.int64)
         data["n_train"] = np.asarray([int(items["n_train"])], dtype=np.int64)
         data["source"] = np.frombuffer(items["source"].encode(), dtype=np.uint8).copy()
@@ -203,18 +214,21 @@ def load_pool_set(name: str, *, progress: bool = True) -> PoolSet:
             save_file({k: np.ascontiguousarray(v) for k, v in data.items()}, str(tmp))
     data = load_file(str(path))
     core = {k[len("core:") :]: v for k, v in data.items() if k.startswith("core:")}
-    pool = {k[len("pool:") :]: v for k, v in data.items() if k.startswith("pool:")}
+    pools = {k[len("pool:") :]: v for k, v in data.items() if k.startswith("pool:")}
     n_train, labels = int(data["n_train"][0]), data["labels"]
     if set(core) != {pair.first, pair.second} or any(len(v) != len(labels) for v in core.values()):
         raise ValueError(f"{path}: expected core vectors of {pair.first} and {pair.second}, one row per label")
+    if set(pools) != set(core) or any(len(v) != pool for v in pools.values()):
+        raise ValueError(f"{path}: expected pools of {pool} rows for {pair.first} and {pair.second}")
     return PoolSet(
-        name, core, pool, np.arange(n_train), np.arange(n_train, len(labels)), labels, bytes(data["source"]).decode()
+        name, core, pools, np.arange(n_train), np.arange(n_train, len(labels)), labels, bytes(data["source"]).decode()
     )
 
 
-if __name__ == "__main__":  # python -m benchmarks._pairs.few_pairs_data [NAME ...]: fill the cache
+if __name__ == "__main__":  # python -m benchmarks._pairs.few_pairs_data [NAME [POOL]]: fill the cache
     import sys
 
-    for set_name in sys.argv[1:] or SETS:
-        s = load_pool_set(set_name)
+    size = int(sys.argv[2]) if len(sys.argv) > 2 else POOL
+    for set_name in sys.argv[1:2] or SETS:
+        s = load_pool_set(set_name, pool=size)
         print(set_name, {k: v.shape for k, v in {**s.core, **s.pool}.items()}, flush=True)
