@@ -125,7 +125,8 @@ def _order(budgets: list[int]) -> list[int]:
 
 def collect(args) -> list[dict]:
     """Every (direction, budget, seed) run: fits read from the cache, the missing ones computed (and cached); seeds
-    outermost, so a cut-short run has every direction at seed 0 first."""
+    outermost, then budgets (100, 25, 768 first), then directions, so a cut-short run has every direction of the
+    goals' budgets at seed 0 first."""
     from benchmarks._pairs.datasets import ItemSet
     from benchmarks._pairs.few_pairs_data import FEW_PAIRS, load_pool_set
     from benchmarks._pairs.library import Realiser, fit_record, library_record
@@ -142,70 +143,68 @@ def collect(args) -> list[dict]:
     routes = _paired_routes()
     started = time.perf_counter()
     sets, contexts, runs = {}, {}, []
-    for seed in range(seeds):
-        for pair in FEW_PAIRS:
-            if wanted and pair.item_set not in wanted:
-                continue
-            for source, target in pair.directions():
-                for budget in _order(budgets):
-                    key = f"{pair.name}|{source}>{target}|{budget}|{seed}"
-                    path = _run_path(key)
-                    record = (None if fresh else _read(path)) or {"fits": {}, "routes": []}
-                    pooled = with_pools and budget <= MAX_POOL_BUDGET
-                    kinds = [f"{c}/auto" for c in CONSUMERS] + (["index/all"] if budget in table_budgets else [])
-                    todo = [k for k in kinds if k not in record["fits"]]
-                    todo_pools = [
-                        (n, c)
-                        for n in (pool_sizes if pooled else ())
-                        for c in CONSUMERS
-                        if f"{c}/pool{n}" not in record["fits"]
-                    ]
-                    todo_unpaired = [
-                        n
-                        for n in (pool_sizes if budget <= MAX_POOL_BUDGET else ())
-                        if str(n) not in record.get("unpaired", {})
-                    ]
-                    if (todo or todo_pools or todo_unpaired) and not cached_only:
-                        if pair.item_set not in sets:
-                            sets[pair.item_set] = load_pool_set(pair.item_set, pool=max(pool_sizes))
-                        data = sets[pair.item_set]
-                        direction = (pair.item_set, source, target)
-                        if direction not in contexts:
-                            items = ItemSet(data.name, data.core, data.train, data.test, data.labels, data.source)
-                            contexts[direction] = PairContext(items, source, target)
-                        ctx = contexts[direction]
-                        anchors = anchor_rows(f"{pair.name}:{source}>{target}", budget, seed, data.train)
-                        if todo:
-                            record = library_record(ctx, anchors, seed, routes, todo, record, log=_log(started, key))
-                        realise = Realiser(ctx)
-                        for n, consumer in todo_pools:
-                            ps, pt = data.pool[source][:n], data.pool[target][:n]
-                            fit, _ = fit_record(ctx, anchors, seed, consumer, "auto", realise, pool=pt, source_pool=ps)
-                            record["fits"][f"{consumer}/pool{n}"] = fit
-                            _log(started, key)(f"    {consumer}/pool{n}: {fit['route']} {fit['seconds']:.1f}s")
-                        for n in todo_unpaired:
-                            unpaired = _unpaired_figures(ctx, data.pool[source][:n], data.pool[target][:n])
-                            record.setdefault("unpaired", {})[str(n)] = unpaired
-                            _log(started, key)(f"    unpaired-only pool{n}: {unpaired['seconds']:.1f}s")
-                        record.update(key=key, own=ctx.own)
-                        path.parent.mkdir(parents=True, exist_ok=True)
-                        write_text(path, json.dumps(record))
-                        print(f"{time.perf_counter() - started:7.0f}s done {key}", flush=True)
-                    if not record["fits"]:
-                        continue
-                    runs.append(
-                        {
-                            "pair": pair.name,
-                            "modality": pair.modality,
-                            "item_set": pair.item_set,
-                            "source": source,
-                            "target": target,
-                            "budget": budget,
-                            "seed": seed,
-                            "own": record["own"],
-                            "library": record,
-                        }
-                    )
+    order = [
+        (seed, budget, pair, direction)
+        for seed in range(seeds)
+        for budget in _order(budgets)
+        for pair in FEW_PAIRS
+        if not wanted or pair.item_set in wanted
+        for direction in pair.directions()
+    ]
+    for seed, budget, pair, (source, target) in order:
+        key = f"{pair.name}|{source}>{target}|{budget}|{seed}"
+        path = _run_path(key)
+        record = (None if fresh else _read(path)) or {"fits": {}, "routes": []}
+        pooled = with_pools and budget <= MAX_POOL_BUDGET
+        kinds = [f"{c}/auto" for c in CONSUMERS] + (["index/all"] if budget in table_budgets else [])
+        todo = [k for k in kinds if k not in record["fits"]]
+        todo_pools = [
+            (n, c) for n in (pool_sizes if pooled else ()) for c in CONSUMERS if f"{c}/pool{n}" not in record["fits"]
+        ]
+        todo_unpaired = [
+            n for n in (pool_sizes if budget <= MAX_POOL_BUDGET else ()) if str(n) not in record.get("unpaired", {})
+        ]
+        if (todo or todo_pools or todo_unpaired) and not cached_only:
+            if pair.item_set not in sets:
+                sets[pair.item_set] = load_pool_set(pair.item_set, pool=max(pool_sizes))
+            data = sets[pair.item_set]
+            direction = (pair.item_set, source, target)
+            if direction not in contexts:
+                items = ItemSet(data.name, data.core, data.train, data.test, data.labels, data.source)
+                contexts[direction] = PairContext(items, source, target)
+            ctx = contexts[direction]
+            anchors = anchor_rows(f"{pair.name}:{source}>{target}", budget, seed, data.train)
+            if todo:
+                record = library_record(ctx, anchors, seed, routes, todo, record, log=_log(started, key))
+            realise = Realiser(ctx)
+            for n, consumer in todo_pools:
+                ps, pt = data.pool[source][:n], data.pool[target][:n]
+                fit, _ = fit_record(ctx, anchors, seed, consumer, "auto", realise, pool=pt, source_pool=ps)
+                record["fits"][f"{consumer}/pool{n}"] = fit
+                _log(started, key)(f"    {consumer}/pool{n}: {fit['route']} {fit['seconds']:.1f}s")
+            for n in todo_unpaired:
+                unpaired = _unpaired_figures(ctx, data.pool[source][:n], data.pool[target][:n])
+                record.setdefault("unpaired", {})[str(n)] = unpaired
+                _log(started, key)(f"    unpaired-only pool{n}: {unpaired['seconds']:.1f}s")
+            record.update(key=key, own=ctx.own)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_text(path, json.dumps(record))
+            print(f"{time.perf_counter() - started:7.0f}s done {key}", flush=True)
+        if not record["fits"]:
+            continue
+        runs.append(
+            {
+                "pair": pair.name,
+                "modality": pair.modality,
+                "item_set": pair.item_set,
+                "source": source,
+                "target": target,
+                "budget": budget,
+                "seed": seed,
+                "own": record["own"],
+                "library": record,
+            }
+        )
     return runs
 
 
@@ -337,6 +336,8 @@ def goal_lines(rows: list[dict]) -> list[str]:
         ]
         met = [r for r in cases if r["pick"] is not None and r["pick"] >= goal]
         verdict = "PASS" if cases and len(met) == len(cases) else "MISS" if cases else "NOT JUDGED"
+        if cases and top_pool < POOLS[-1]:
+            verdict += f" (with {top_pool}-row pools; the goal's {POOLS[-1]} not run)"
         lines.append(
             f"- {verdict}: at {budget} anchors with {top_pool}-row pools the pick >= {goal:.2f}x in every "
             f"(direction, consumer) where the best route at 768 reaches >= {GOAL_768_BEST}x: {len(met)}/{len(cases)} "
@@ -357,12 +358,18 @@ def goal_lines(rows: list[dict]) -> list[str]:
         f"- {verdict}: the estimate's 90% interval covers the realised figure in >= {COVERAGE:.0%} of the pooled "
         f"fits: {'-' if share is None else f'{share:.0%}'} of {len(covered)}"
     )
-    timed = [r["seconds"] for r in rows if r["budget"] == 100 and r["pool"] == 10000 and r["seconds"] is not None]
+    timed = [r["seconds"] for r in rows if r["budget"] == 100 and r["pool"] == top_pool and r["seconds"] is not None]
     slowest = max(timed) if timed else None
-    verdict = "PASS" if timed and slowest <= FIT_SECONDS else "MISS" if timed else "NOT JUDGED"
+    if not timed or top_pool is None:
+        verdict = "NOT JUDGED"
+    elif top_pool < POOLS[-1]:
+        verdict = f"NOT JUDGED (pools of {top_pool} rows, not {POOLS[-1]})"
+    else:
+        verdict = "PASS" if slowest <= FIT_SECONDS else "MISS"
     lines.append(
-        f"- {verdict}: fit <= {FIT_SECONDS:.0f} s at 100 anchors + 10k pools, one thread: slowest mean "
-        f"{'-' if slowest is None else f'{slowest:.1f} s'} over {len(timed)} (direction, consumer) cells"
+        f"- {verdict}: fit <= {FIT_SECONDS:.0f} s at 100 anchors + {POOLS[-1]} pools, one thread: slowest mean "
+        f"{'-' if slowest is None else f'{slowest:.1f} s'} at {top_pool}-row pools over {len(timed)} (direction, "
+        "consumer) cells (wall time on a shared machine)"
     )
     return lines
 
