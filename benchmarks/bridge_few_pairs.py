@@ -464,7 +464,7 @@ def report(runs: list[dict]) -> tuple[str, dict]:
     ]
     for r in rows:
         lines.append(
-            f"| {r['pair']} | {r['direction']} | {r['budget']} | {r['consumer']} | {r['pool'] or '-'} | {r['seeds']} | "
+            f"| {r['pair'].replace('|', '\\|')} | {r['direction']} | {r['budget']} | {r['consumer']} | {r['pool'] or '-'} | {r['seeds']} | "
             f"{_cell(r['pick'])} | {', '.join(r['pick_routes']) or '-'} | {_cell(r['paired'])} | "
             f"{', '.join(r['paired_routes'])} | {_cell(r['best'])}{'*' if r['table'] else ''} | "
             f"{', '.join(r['best_routes'])} | {_cell(r['unpaired'])} | "
