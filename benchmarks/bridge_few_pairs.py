@@ -463,8 +463,9 @@ def report(runs: list[dict]) -> tuple[str, dict]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        pair = r["pair"].replace("|", "\\|")  # the pair's name holds a "|": escaped in the table
         lines.append(
-            f"| {r['pair'].replace('|', '\\|')} | {r['direction']} | {r['budget']} | {r['consumer']} | {r['pool'] or '-'} | {r['seeds']} | "
+            f"| {pair} | {r['direction']} | {r['budget']} | {r['consumer']} | {r['pool'] or '-'} | {r['seeds']} | "
             f"{_cell(r['pick'])} | {', '.join(r['pick_routes']) or '-'} | {_cell(r['paired'])} | "
             f"{', '.join(r['paired_routes'])} | {_cell(r['best'])}{'*' if r['table'] else ''} | "
             f"{', '.join(r['best_routes'])} | {_cell(r['unpaired'])} | "
