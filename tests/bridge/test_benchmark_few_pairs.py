@@ -1,0 +1,65 @@
+"""The few-pairs benchmark's judgements (benchmarks/bridge_few_pairs.py): the raw-head rule is adopted exactly as its
+fixed criterion says, and a pooled pick worse than the paired-only pick by more than 0.01 is a miss."""
+
+from __future__ import annotations
+
+from benchmarks.bridge_few_pairs import direction_rows, goal_lines, raw_head_rule
+
+
+def _run(budget: int, seed: int, table: dict[str, float], library: float, direction=("a", "b")) -> dict:
+    fit = {"route": "ensemble", "realised": {"lr_raw_f1": library}}
+    return {
+        "pair": "set:a|b",
+        "source": direction[0],
+        "target": direction[1],
+        "budget": budget,
+        "seed": seed,
+        "own": {},
+        "library": {
+            "fits": {"raw_head/auto": fit},
+            "routes": [{"route": r, "realised": {"lr_raw_f1": v}} for r, v in table.items()],
+        },
+    }
+
+
+def test_raw_head_rule_adopts_procrustes_only_when_it_is_within_more_often_and_not_worse_on_average():
+    near = {"procrustes": 0.80, "ridge": 0.805}
+    far = {"procrustes": 0.60, "ridge": 0.805}
+    # procrustes within 0.01 of the best in 2 of 3 cases, the library's pick in 1: adopted
+    runs = [_run(100, 0, near, 0.70), _run(100, 1, near, 0.70), _run(768, 0, far, 0.80)]
+    rule = raw_head_rule(runs)
+    assert (rule["procrustes_within"], rule["library_within"], rule["adopted"]) == (2, 1, True)
+    # as often within as the library's pick: not adopted (the criterion asks for strictly more)
+    runs = [_run(100, 0, near, 0.70), _run(768, 0, far, 0.80)]
+    assert raw_head_rule(runs)["adopted"] is False
+    # within more often (3 cases against 2) but 0.10 lower on average: not adopted
+    runs = [_run(100, s, near, 0.70) for s in range(3)] + [_run(768, 0, far, 0.80)]
+    runs += [_run(768, 1, {"procrustes": 0.20, "ridge": 0.805}, 0.80)]
+    rule = raw_head_rule(runs)
+    assert rule["procrustes_within"] > rule["library_within"] and rule["adopted"] is False
+    # runs at other budgets or without the every-route table are not cases
+    assert raw_head_rule([_run(25, 0, near, 0.7), {**_run(100, 0, {}, 0.7)}])["cases"] == 0
+
+
+def _pooled_run(paired: float, pooled: float, seed: int) -> dict:
+    def fit(value):
+        estimate = {"low": 0.0, "high": 1.0, "metric": "recall@10", "pool": 100, "value": 0.5}
+        return {"route": "r", "realised": {"recall10": value, "recall_pool": value}, "estimate": estimate, "seconds": 1}
+
+    return {
+        "pair": "set:a|b",
+        "source": "a",
+        "target": "b",
+        "budget": 100,
+        "seed": seed,
+        "own": {},
+        "library": {"fits": {"index/auto": fit(paired), "index/pool1000": fit(pooled)}, "routes": []},
+    }
+
+
+def test_a_pooled_pick_more_than_001_below_the_paired_pick_is_a_miss():
+    ok = direction_rows([_pooled_run(0.80, 0.795, 0), _pooled_run(0.80, 0.90, 1)])
+    assert any(line.startswith("- PASS: never worse") for line in goal_lines(ok))
+    bad = direction_rows([_pooled_run(0.80, 0.78, 0), _pooled_run(0.80, 0.90, 1)])
+    line = next(line for line in goal_lines(bad) if "never worse" in line)
+    assert line.startswith("- MISS") and "1 of 2 worse" in line and "-0.020" in line
