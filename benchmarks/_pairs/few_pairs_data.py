@@ -89,9 +89,8 @@ def _core_split(labels: np.ndarray, n_test_per_class: int, rng: np.random.Genera
 
 def bible_books_items() -> dict:
     """The verses of ``bible-books``: core texts in train-then-test order, labels, and the two pools' texts."""
-    from latentstitch.data import load_parallel_verses
-    from latentstitch.data._parallel import BOOKS as ALL_BOOKS
-    from latentstitch.data._parallel import bible_verses
+    from latentstitch.data import BOOKS as ALL_BOOKS
+    from latentstitch.data import bible_verses, load_parallel_verses
 
     used: set[str] = set()
     for languages, modules in ((("en", "es"), None), (("en", "kjv"), {"en": "engWEB2015eb", "kjv": "engKJV2006eb"})):
@@ -125,8 +124,7 @@ def bible_books_items() -> dict:
 
 def fashion_pool_items() -> dict:
     """The images of ``fashion-pool``: core images (train then test order), labels, and the two pools' images."""
-    from latentstitch.data._datasets import stratified_subset
-    from latentstitch.data._images import FASHION_MNIST_DIR, images_to_float, read_idx
+    from latentstitch.data import FASHION_MNIST_DIR, images_to_float, read_idx, stratified_subset
 
     files = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
     x_train, y_train, x_test, y_test = (read_idx(FASHION_MNIST_DIR / f"{f}.gz") for f in files)
@@ -157,7 +155,7 @@ def _encode(encoder: str, items, progress: bool, encoders: dict) -> np.ndarray:
     import torch
 
     from latentstitch.encoders import get_encoder
-    from latentstitch.experiments._text import embed
+    from latentstitch.experiments.tasks import embed
 
     parts = []
     for start in range(0, len(items), CHUNK):

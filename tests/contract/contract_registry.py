@@ -190,9 +190,7 @@ ESTIMATORS: dict[str, dict] = {
         },
         "paired": True,
         "arguments": ("source", "target"),
-        # extreme magnitudes (1e+-200) not yet handled (an SVD that does not converge, a map off at 1e-200): only
-        # a finite answer or a clear error is asked of them there (issue 39 note)
-        "scale": None,
+        "scale": 1,
         "maps": True,
     },
     "SelfLearning": {
@@ -208,9 +206,7 @@ ESTIMATORS: dict[str, dict] = {
         },
         "paired": True,
         "arguments": ("source", "target"),
-        # extreme magnitudes (1e+-200) not yet handled (an SVD that does not converge, a map off at 1e-200): only
-        # a finite answer or a clear error is asked of them there (issue 39 note)
-        "scale": None,
+        "scale": 1,
         "maps": True,
     },
     "BootstrappedProcrustes": {
@@ -224,9 +220,7 @@ ESTIMATORS: dict[str, dict] = {
         },
         "paired": True,
         "arguments": ("source", "target"),
-        # extreme magnitudes (1e+-200) not yet handled (an SVD that does not converge, a map off at 1e-200): only
-        # a finite answer or a clear error is asked of them there (issue 39 note)
-        "scale": None,
+        "scale": 1,
         "maps": True,
     },
     "UnpairedAlignment": {

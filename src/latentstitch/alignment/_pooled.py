@@ -64,6 +64,10 @@ class PoolAlignment(AffineMap, abstract=True):
     Procrustes fit and the affine map it gives (``coef_``, ``intercept_``, ``rotation_``, ``scale_``)."""
 
     def _inputs(self, source: ArrayLike, target: ArrayLike, source_pool: Any, target_pool: Any) -> Any:
+        """The checked pairs and (subsampled) pools in float64, each side multiplied by the power of two that brings
+        its largest magnitude (pairs and pool together) into [0.5, 1): exact, and no square, cross-product or spread
+        of the fit can overflow or underflow (1e+200 or 1e-200 inputs fit as ordinary ones; ``_finish`` scales the
+        map back). Returns ``(s, t, pools or None, exponents)``: the rows are ``2^exponent`` times the returned ones."""
         s = space(source, "source", min_rows=2)
         t = space(target, "target", min_rows=2)
         check_same_rows(s, t, "source", "target")
@@ -80,15 +84,36 @@ class PoolAlignment(AffineMap, abstract=True):
                     (target_pool, "target_pool", t64, "target", self.target_subsample),
                 )
             )
-        return s64, t64, pools
+        exponents = tuple(
+            _magnitude_exponent(rows if pools is None else torch.cat([rows, pools[i]]))
+            for i, rows in enumerate((s64, t64))
+        )
+        s64, t64 = _times_power_of_two(s64, -exponents[0]), _times_power_of_two(t64, -exponents[1])
+        if pools is not None:
+            pools = tuple(_times_power_of_two(pool, -e) for pool, e in zip(pools, exponents, strict=True))
+        return s64, t64, pools, exponents
 
-    def _finish(self, rotation: torch.Tensor, centre: tuple[torch.Tensor, ...], like: ArrayLike) -> None:
+    def _finish(
+        self, rotation: torch.Tensor, centre: tuple[torch.Tensor, ...], like: ArrayLike, exponents: tuple[int, int]
+    ) -> None:
         """The affine map from the rotation and the two sides' means and spreads (``centre``: mean_s, mean_t,
-        spread_s, spread_t)."""
+        spread_s, spread_t, of the rows ``_inputs`` returned), at the inputs' magnitudes (``exponents``)."""
         mean_s, mean_t, spread_s, spread_t = centre
-        scale = float(spread_t / spread_s) if spread_s > 0 else 1.0
+        scale = 1.0
+        if spread_s > 0:
+            try:
+                scale = math.ldexp(float(spread_t / spread_s), exponents[1] - exponents[0])
+            except OverflowError:
+                scale = math.inf
         coef = rotation * scale
-        self._set_map(coef, mean_t - mean_s @ coef, like, 2)
+        mean_s, mean_t = (_times_power_of_two(m, e) for m, e in zip((mean_s, mean_t), exponents, strict=True))
+        intercept = mean_t - mean_s @ coef
+        if not (math.isfinite(scale) and (scale > 0 or spread_t == 0) and bool(torch.isfinite(intercept).all())):
+            raise ValueError(
+                "source, target: the map between their magnitudes (largest values near "
+                f"2^{exponents[0]} and 2^{exponents[1]}) is out of float64's range; rescale one side"
+            )
+        self._set_map(coef, intercept, like, 2)
         self.rotation_ = wrap_like(rotation, like)
         self.scale_ = scale
 
@@ -115,6 +140,18 @@ def _pool(
     if rows.shape[0] > cap:
         rows = rows[torch.as_tensor(np.sort(rng.choice(rows.shape[0], size=cap, replace=False)), device=rows.device)]
     return rows.detach().to(device=device, dtype=torch.float64)
+
+
+def _magnitude_exponent(rows: torch.Tensor) -> int:
+    """``e`` with the largest magnitude of ``rows`` in [2^(e-1), 2^e) (0 for all-zero rows)."""
+    top = float(rows.abs().amax())
+    return math.frexp(top)[1] if top > 0 else 0
+
+
+def _times_power_of_two(t: torch.Tensor, exponent: int) -> torch.Tensor:
+    """``t * 2^exponent``, exact, in two steps (``2^1074``, which subnormal data need, is not a float64)."""
+    half = exponent // 2
+    return torch.ldexp(torch.ldexp(t, torch.tensor(half)), torch.tensor(exponent - half))
 
 
 def side_centre(pairs: torch.Tensor, pool: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -207,7 +244,7 @@ class PoolProcrustes(PoolAlignment):
         """Fit on the pairs (``source``, ``target``: the same items' rows in the same order) and, optionally, the
         two pools (unpaired rows of each model). Returns ``self``."""
         self._check_params()
-        s, t, pools = self._inputs(source, target, source_pool, target_pool)
+        s, t, pools, exponents = self._inputs(source, target, source_pool, target_pool)
         (mean_s, spread_s), (mean_t, spread_t) = (
             side_centre(side, None if pools is None else pools[i]) for i, side in enumerate((s, t))
         )
@@ -226,7 +263,7 @@ class PoolProcrustes(PoolAlignment):
                 previous = pairs
                 rotation = weighted_rotation(x, y, px[i], py[j])
                 self.n_pseudo_pairs_, self.n_iter_ = len(pairs), self.n_iter_ + 1
-        self._finish(rotation, (mean_s, mean_t, spread_s, spread_t), source)
+        self._finish(rotation, (mean_s, mean_t, spread_s, spread_t), source, exponents)
         return self
 
 
@@ -312,7 +349,7 @@ class SelfLearning(PoolAlignment):
     ) -> SelfLearning:
         """Fit on the pairs and, optionally, the two pools (as ``PoolProcrustes.fit``). Returns ``self``."""
         self._check_params()
-        s, t, pools = self._inputs(source, target, source_pool, target_pool)
+        s, t, pools, exponents = self._inputs(source, target, source_pool, target_pool)
         (mean_s, spread_s), (mean_t, spread_t) = (
             side_centre(side, None if pools is None else pools[i]) for i, side in enumerate((s, t))
         )
@@ -321,7 +358,7 @@ class SelfLearning(PoolAlignment):
             rotation = weighted_rotation(s - mean_s, t - mean_t)
         else:
             rotation = self._learn(_vecmap_normal(s, pools[0]), _vecmap_normal(t, pools[1]))
-        self._finish(rotation, (mean_s, mean_t, spread_s, spread_t), source)
+        self._finish(rotation, (mean_s, mean_t, spread_s, spread_t), source, exponents)
         return self
 
     def _learn(self, sides_s: tuple[torch.Tensor, torch.Tensor], sides_t: tuple[torch.Tensor, torch.Tensor]):
@@ -413,7 +450,7 @@ class BootstrappedProcrustes(PoolAlignment):
     ) -> BootstrappedProcrustes:
         """Fit on the pairs and, optionally, the two pools (as ``PoolProcrustes.fit``). Returns ``self``."""
         self._check_params()
-        s, t, pools = self._inputs(source, target, source_pool, target_pool)
+        s, t, pools, exponents = self._inputs(source, target, source_pool, target_pool)
         (mean_s, spread_s), (mean_t, spread_t) = (
             side_centre(side, None if pools is None else pools[i]) for i, side in enumerate((s, t))
         )
@@ -435,5 +472,5 @@ class BootstrappedProcrustes(PoolAlignment):
                 px, py = pools[0][rows[:, 0]] - mean_s, pools[1][rows[:, 1]] - mean_t
                 rotation = weighted_rotation(x, y, px, py, weights)
                 self.n_pseudo_pairs_ = len(grown.pairs)
-        self._finish(rotation, (mean_s, mean_t, spread_s, spread_t), source)
+        self._finish(rotation, (mean_s, mean_t, spread_s, spread_t), source, exponents)
         return self
