@@ -67,7 +67,7 @@ class PoolAlignment(AffineMap, abstract=True):
         """The checked pairs and (subsampled) pools in float64, each side multiplied by the power of two that brings
         its largest magnitude (pairs and pool together) into [0.5, 1): exact, and no square, cross-product or spread
         of the fit can overflow or underflow (1e+200 or 1e-200 inputs fit as ordinary ones; ``_finish`` scales the
-        map back). Returns ``(s, t, pools or None, exponents)``: the rows are ``2^exponent`` times the returned ones."""
+        map back). Returns ``(s, t, pools or None, exponents)``: the given rows are ``2^exponent`` times these."""
         s = space(source, "source", min_rows=2)
         t = space(target, "target", min_rows=2)
         check_same_rows(s, t, "source", "target")
@@ -85,8 +85,7 @@ class PoolAlignment(AffineMap, abstract=True):
                 )
             )
         exponents = tuple(
-            _magnitude_exponent(rows if pools is None else torch.cat([rows, pools[i]]))
-            for i, rows in enumerate((s64, t64))
+            _magnitude_exponent(rows, *(() if pools is None else (pools[i],))) for i, rows in enumerate((s64, t64))
         )
         s64, t64 = _times_power_of_two(s64, -exponents[0]), _times_power_of_two(t64, -exponents[1])
         if pools is not None:
@@ -142,16 +141,18 @@ def _pool(
     return rows.detach().to(device=device, dtype=torch.float64)
 
 
-def _magnitude_exponent(rows: torch.Tensor) -> int:
-    """``e`` with the largest magnitude of ``rows`` in [2^(e-1), 2^e) (0 for all-zero rows)."""
-    top = float(rows.abs().amax())
+def _magnitude_exponent(*sides: torch.Tensor) -> int:
+    """``e`` with the largest magnitude of the rows of ``sides`` in [2^(e-1), 2^e) (0 for all-zero rows)."""
+    top = max(float(rows.abs().amax()) for rows in sides)
     return math.frexp(top)[1] if top > 0 else 0
 
 
 def _times_power_of_two(t: torch.Tensor, exponent: int) -> torch.Tensor:
-    """``t * 2^exponent``, exact, in two steps (``2^1074``, which subnormal data need, is not a float64)."""
+    """``t * 2^exponent``, exact (in two factors: ``2^1074``, which subnormal data need, is not a float64)."""
+    if exponent == 0:
+        return t
     half = exponent // 2
-    return torch.ldexp(torch.ldexp(t, torch.tensor(half)), torch.tensor(exponent - half))
+    return t * 2.0**half * 2.0 ** (exponent - half)
 
 
 def side_centre(pairs: torch.Tensor, pool: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
