@@ -63,3 +63,16 @@ def test_a_pooled_pick_more_than_001_below_the_paired_pick_is_a_miss():
     bad = direction_rows([_pooled_run(0.80, 0.78, 0), _pooled_run(0.80, 0.90, 1)])
     line = next(line for line in goal_lines(bad) if "never worse" in line)
     assert line.startswith("- MISS") and "1 of 2 worse" in line and "-0.020" in line
+
+
+def test_the_speed_goal_is_judged_on_the_slowest_directions_cpu_time_at_the_goals_pool():
+    from benchmarks.bridge_few_pairs import speed_line
+
+    def measured(cpu, pool=10000):
+        fits = [{"cpu_s": c, "wall_s": 2 * c, "peak_added_mib": 300.0} for c in cpu]
+        return {"pool": pool, "fits": fits}
+
+    assert speed_line(measured([6.0, 9.5])).startswith("- PASS")
+    assert speed_line(measured([6.0, 10.5])).startswith("- MISS")  # one direction over 10 s is a miss
+    assert speed_line(measured([6.0], pool=1000)).startswith("- NOT JUDGED")
+    assert speed_line(None).startswith("- NOT JUDGED")
