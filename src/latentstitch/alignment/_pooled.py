@@ -49,7 +49,7 @@ from latentstitch._core.params import (
     rule,
 )
 from latentstitch.alignment._bootstrap import bootstrap_anchors
-from latentstitch.alignment._common import orthogonal_factor, space
+from latentstitch.alignment._common import check_rotation_shape, orthogonal_factor, space
 from latentstitch.stitching import AffineMap
 
 #: The share of the total weight of a Procrustes fit the real pairs carry when pseudo-pairs outnumber them (each
@@ -118,11 +118,7 @@ class PoolAlignment(AffineMap, abstract=True):
 
     def _check_loaded(self) -> None:
         super()._check_loaded()
-        if tuple(self.rotation_.shape) != (self.n_features_in_, self.n_features_out_):
-            raise ValueError(
-                f"rotation_ has shape {tuple(self.rotation_.shape)} but the map is "
-                f"{self.n_features_in_} -> {self.n_features_out_}"
-            )
+        check_rotation_shape(self)
 
 
 def _pool(
