@@ -3,8 +3,9 @@ bridge from 25-300 anchors where the pairs alone do not?
 
 ``python -m benchmarks bridge_few_pairs [--budgets 25,50,100,300,768] [--pools 1000,10000] [--seeds 3]
 [--sets bible-books,fashion-pool] [--cached-only] [--out FOLDER]`` (``--quick``: budgets 25,100, the 1k pools, one
-seed). Run it niced: one thread, minutes per run on two busy cores; every run is cached
-(``~/.cache/latentstitch/few_pairs/runs/``) so a cut-short run resumes and ``--cached-only`` reports what is done.
+seed; ``--speed``: only the speed goal, see ``speed``). Run it niced: one thread, minutes per run on two busy cores;
+every run is cached (``~/.cache/latentstitch/few_pairs/runs/``) so a cut-short run resumes and ``--cached-only``
+reports what is done.
 
 The pairs are fresh (``benchmarks/_pairs/few_pairs_data.py``, fixed in a commit before any run): MiniLM-L6 |
 MiniLM-L3 on Bible verses labelled by book and EfficientNet-lite0 | lite1 on Fashion-MNIST images, both outside
