@@ -66,6 +66,11 @@ def add_arguments(parser) -> None:
     parser.add_argument("--cached-only", action="store_true", help="report the cached runs; compute nothing")
     parser.add_argument("--fresh", action="store_true", help="recompute runs already in the cache")
     parser.add_argument(
+        "--paired-only",
+        action="store_true",
+        help="only the fits without pools (the raw-head rule's cases need no more): no pool is embedded or fitted",
+    )
+    parser.add_argument(
         "--speed",
         action="store_true",
         help="only the speed goal: Bridge().fit at 100 anchors + the largest --pools per side, one thread, text "
@@ -153,9 +158,12 @@ def collect(args) -> list[dict]:
     table_budgets = set(_ints(getattr(args, "table_budgets", ",".join(map(str, TABLE_BUDGETS)))))
     wanted = {s for s in str(getattr(args, "sets", "")).split(",") if s}
     cached_only, fresh = bool(getattr(args, "cached_only", False)), bool(getattr(args, "fresh", False))
-    with_pools = pools_supported()
-    if not with_pools:
+    paired_only = bool(getattr(args, "paired_only", False))
+    with_pools = pools_supported() and not paired_only
+    if not pools_supported():
         print("Bridge.fit takes no source_pool= here: the pool fits are skipped", flush=True)
+    if paired_only:
+        pool_sizes = []
     routes = _paired_routes()
     started = time.perf_counter()
     sets, contexts, runs = {}, {}, []
@@ -182,7 +190,7 @@ def collect(args) -> list[dict]:
         ]
         if (todo or todo_pools or todo_unpaired) and not cached_only:
             if pair.item_set not in sets:
-                sets[pair.item_set] = load_pool_set(pair.item_set, pool=max(pool_sizes))
+                sets[pair.item_set] = load_pool_set(pair.item_set, pool=max(pool_sizes, default=1))
             data = sets[pair.item_set]
             direction = (pair.item_set, source, target)
             if direction not in contexts:

@@ -76,3 +76,35 @@ def test_the_speed_goal_is_judged_on_the_slowest_directions_cpu_time_at_the_goal
     assert speed_line(measured([6.0, 10.5])).startswith("- MISS")  # one direction over 10 s is a miss
     assert speed_line(measured([6.0], pool=1000)).startswith("- NOT JUDGED")
     assert speed_line(None).startswith("- NOT JUDGED")
+
+
+def test_paired_only_runs_fit_no_pool_and_embed_none(tmp_path, monkeypatch):
+    import argparse
+
+    import numpy as np
+
+    import benchmarks._pairs.few_pairs_data as data
+    from benchmarks.bridge_few_pairs import collect
+
+    asked = []
+
+    def small_set(name, pool=10000, progress=True):
+        asked.append(pool)
+        rng = np.random.default_rng(0)
+        pair = next(p for p in data.FEW_PAIRS if p.item_set == name)
+        labels = np.repeat(np.arange(4), 40)
+        z = rng.normal(size=(160, 8)) + labels[:, None]
+        core = {pair.first: z @ rng.normal(size=(8, 12)), pair.second: z @ rng.normal(size=(8, 12))}
+        pools = {e: rng.normal(size=(pool, 12)) for e in core}
+        return data.PoolSet(name, core, pools, np.arange(120), np.arange(120, 160), labels, "small")
+
+    monkeypatch.setattr(data, "load_pool_set", small_set)
+    monkeypatch.setattr(data, "cache_dir", lambda: tmp_path)
+    args = argparse.Namespace(
+        budgets="25", pools="1000", seeds=1, table_budgets="", sets="bible-books", paired_only=True, fresh=True
+    )
+    runs = collect(args)
+    assert asked == [1] and len(runs) == 2  # both directions; a one-row pool set loaded, none embedded
+    for run in runs:
+        assert set(run["library"]["fits"]) == {"index/auto", "scaled_head/auto", "raw_head/auto"}
+        assert not run["library"].get("unpaired")
