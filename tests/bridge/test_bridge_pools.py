@@ -313,3 +313,38 @@ def test_pools_of_any_magnitude_fit_as_ordinary_ones_and_out_of_range_maps_are_r
     pools = (torch.as_tensor(source_pool, dtype=torch.float64) * 1e200, torch.as_tensor(target_pool) * 1e-200)
     with pytest.raises(ValueError, match="source, target: the map between their magnitudes .* rescale one side"):
         estimator().fit(huge, tiny, *pools)
+
+
+def test_pool_test_adopts_noise_at_its_level_and_a_clear_gain_always():
+    from latentstitch.bridge._results import RouteScore
+    from latentstitch.bridge._select import POOL_LEVEL, pool_test
+
+    rows = RouteScore("self_learning", "translation", ""), RouteScore("procrustes", "translation", "")
+    rng = np.random.default_rng(0)
+    draws = 4000
+    kept = sum(pool_test(*rows, rng.normal(size=5), np.zeros(5), "mrr").kept for _ in range(draws))
+    # under no difference the pool route is kept at the test's level (binomial SE ~0.0034 at 4,000 draws)
+    assert abs(kept / draws - POOL_LEVEL) < 0.015, kept / draws
+    gain = pool_test(*rows, [0.9, 0.92, 0.88, 0.91, 0.9], [0.7, 0.71, 0.69, 0.72, 0.7], "mrr")
+    assert gain.kept and gain.difference == pytest.approx(0.198) and "was kept" in gain.sentence()
+    for pooled, paired in (([0.9] * 5, None), ([0.9], [0.1]), ([0.9, np.nan], [0.1, 0.1])):
+        assert not pool_test(*rows, pooled, paired, "mrr").kept  # nothing to show it is better: not kept
+
+
+def test_a_pool_route_that_fails_the_test_gives_way_to_the_paired_pick_everywhere(monkeypatch, tmp_path):
+    import latentstitch.bridge._select as select
+
+    source, target, source_pool, target_pool, test, _ = pooled_pairs(0, pool=1200)
+    routes = TRANSLATIONS + list(POOL_ROUTES)
+    kept = _fit(source, target, source_pool=source_pool, target_pool=target_pool, routes=routes)
+    assert kept.route_ in POOL_ROUTES and any("(fitted with the pools) was kept" in n for n in kept.notes_)
+    monkeypatch.setattr(select, "POOL_LEVEL", 1e-300)  # no difference passes: the paired pick must stand in
+    refused = _fit(source, target, source_pool=source_pool, target_pool=target_pool, routes=routes)
+    paired = _fit(source, target, target_pool=target_pool, routes=TRANSLATIONS)
+    assert refused.route_ == paired.route_ and any("was not kept" in n for n in refused.notes_)
+    ranks = dict(zip(refused.cv_results_["route"], refused.cv_results_["rank_test_score"], strict=True))
+    assert ranks[refused.route_] == 1
+    refused.save(tmp_path / "bridge.safetensors")  # the table's checks on load agree with the choice
+    loaded = Bridge.load(tmp_path / "bridge.safetensors")
+    assert loaded.route_ == paired.route_
+    assert np.allclose(loaded.transform(test.astype(np.float32)), paired.transform(test.astype(np.float32)), atol=1e-4)

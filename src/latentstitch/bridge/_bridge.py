@@ -37,7 +37,7 @@ from latentstitch.bridge._pool import pool_rows, source_pool_rows
 from latentstitch.bridge._results import BudgetRow, RouteScore, budget_rows, route_scores
 from latentstitch.bridge._routes import Family, RouteSpec, family_of, get_route, resolve_routes
 from latentstitch.bridge._scale import anchor_scales, head_at_scale, loaded_scales, rescale
-from latentstitch.bridge._select import CONSUMER_SCORES, CONSUMERS, Criterion, select_route
+from latentstitch.bridge._select import CONSUMER_SCORES, CONSUMERS, Criterion, pool_test, select_route
 from latentstitch.bridge._validate import (
     as_anchor_array,
     check_class_labels,
@@ -389,6 +389,7 @@ class Bridge(Persistable, BaseEstimator):
         criterion = anchors.criterion
         rows = [result.score for result in results]
         chosen_row, reliable = select_route(rows, criterion.score)
+        chosen_row, reliable = self._keep_pools_if_better(results, chosen_row, reliable, criterion.score)
         chosen = next(result for result in results if result.score is chosen_row)
         for row in rows:
             row.chosen = row is chosen_row
@@ -404,6 +405,25 @@ class Bridge(Persistable, BaseEstimator):
         quality = estimate(chosen.items[key], metric, chosen_row.route, anchors.pool.size, self.seed, folds, rivals)
         table = cv_results(results, criterion, anchors.queries, anchors.reference)
         return Choice(criterion, chosen, rows, reliable, quality, table)
+
+    def _keep_pools_if_better(
+        self, results: list[RouteResult], chosen_row: RouteScore, reliable: bool, score: str
+    ) -> tuple[RouteScore, bool]:
+        """A semi-supervised route the rule ranked first is kept only when it beats the rule's pick among the routes
+        without pools on the same held-out folds by more than their noise (``_select.pool_test``); otherwise that
+        pick is kept. Said in ``notes_`` either way. ``reliable`` (some route clearly better than shuffled pairs) is
+        the route table's, unchanged."""
+        if not get_route(chosen_row.route).pools:
+            return chosen_row, reliable
+        paired = [r for r in results if not get_route(r.score.route).pools]
+        if not any(r.score.fitted for r in paired):
+            return chosen_row, reliable
+        paired_row, _ = select_route([r.score for r in paired], score)
+        by_row = {id(r.score): r for r in results}
+        folds = [(by_row[id(row)].per_fold or {}).get(score) for row in (chosen_row, paired_row)]
+        test = pool_test(chosen_row, paired_row, *folds, score)
+        self._quiet_notes.append(test.sentence())
+        return (chosen_row if test.kept else paired_row), reliable
 
     def _say(self, results: list[RouteResult], anchors: Anchors, unconverged: int) -> list[str]:
         """Everything worth saying about the fit, once, in words: returned for ``notes_``, and one ``BridgeWarning``."""
