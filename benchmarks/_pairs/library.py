@@ -118,7 +118,9 @@ def _bits(values) -> str:
     return "".join("1" if v > 0.5 else "0" for v in np.asarray(values).ravel())
 
 
-def fit_record(ctx, anchors, seed, consumer, routes, realise, head_name=None, pool=None) -> dict:
+def fit_record(ctx, anchors, seed, consumer, routes, realise, head_name=None, pool=None, source_pool=None) -> dict:
+    """One ``Bridge(routes=routes, consumer=consumer)`` fit on the run's anchors (``pool``: ``target_pool=``,
+    ``source_pool``: ``source_pool=``, passed only when given) and its record."""
     from latentstitch.bridge import Bridge
 
     started = time.perf_counter()
@@ -126,7 +128,8 @@ def fit_record(ctx, anchors, seed, consumer, routes, realise, head_name=None, po
     head = None if head_name is None else ctx.target_heads[head_name].predict
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        bridge = Bridge(routes=routes, consumer=consumer, seed=seed).fit(s, t, head=head, target_pool=pool)
+        pools = {} if source_pool is None else {"source_pool": source_pool}
+        bridge = Bridge(routes=routes, consumer=consumer, seed=seed).fit(s, t, head=head, target_pool=pool, **pools)
     seconds = time.perf_counter() - started
     chosen = next(r for r in bridge.routes_ if r.chosen)
     hits = held_out_hits(bridge)

@@ -224,7 +224,7 @@ def test_a_bad_target_pool_is_one_line_naming_the_option(files, capsys):
     argv = ["bridge", "fit", str(folder / "new.npy"), str(folder / "old.npy"), "--quiet", "--no-budget"]
     out = ["-o", str(folder / "b.safetensors")]
     _one_line_error(capsys, [*argv, *out, "--target-pool", str(folder / "missing.npy")], "--target-pool")
-    _one_line_error(capsys, [*argv, *out, "--target-pool", str(folder / "narrow.npy")], "target_pool", "3 features")
+    _one_line_error(capsys, [*argv, *out, "--target-pool", str(folder / "narrow.npy")], "--target-pool", "3 features")
     clash = ["-o", str(folder / "b.safetensors"), "--json", str(folder / "narrow.npy")]
     _one_line_error(capsys, [*argv, *clash, "--target-pool", str(folder / "narrow.npy")], "--json")
 

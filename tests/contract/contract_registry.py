@@ -177,6 +177,52 @@ ESTIMATORS: dict[str, dict] = {
         "scale": 1,
         "maps": False,
     },
+    # latentstitch.alignment, semi-supervised (pairs plus pools of unpaired vectors; without pools: Procrustes on the
+    # pairs, which is what the grid fits)
+    "PoolProcrustes": {
+        "params": {},
+        "bad": {
+            "max_iter": [-1, 2.5, True, "3"],
+            "tol": [-0.1, 1.5, NAN, "0.1"],
+            "subsample": [1, 2.5, "3"],
+            "target_subsample": [1, 2.5, "3"],
+            "random_state": BAD_SEEDS,
+        },
+        "paired": True,
+        "arguments": ("source", "target"),
+        "scale": 1,
+        "maps": True,
+    },
+    "SelfLearning": {
+        "params": {},
+        "bad": {
+            "max_iter": [-1, 2.5, True, "3"],
+            "threshold": BAD_NONNEGATIVE,
+            "stochastic_initial": [0.0, 1.5, NAN, "0.5"],
+            "stochastic_multiplier": [1.0, 0.5, NAN, "2"],
+            "stochastic_interval": BAD_COUNTS,
+            "subsample": [1, 2.5, "3"],
+            "random_state": BAD_SEEDS,
+        },
+        "paired": True,
+        "arguments": ("source", "target"),
+        "scale": 1,
+        "maps": True,
+    },
+    "BootstrappedProcrustes": {
+        "params": {},
+        "bad": {
+            "grow": [0.0, 1.5, NAN, "0.5"],
+            "n_rounds": BAD_COUNTS,
+            "subsample": [1, 2.5, "3"],
+            "target_subsample": [1, 2.5, "3"],
+            "random_state": BAD_SEEDS,
+        },
+        "paired": True,
+        "arguments": ("source", "target"),
+        "scale": 1,
+        "maps": True,
+    },
     "UnpairedAlignment": {
         "params": {
             "n_clusters": 3,

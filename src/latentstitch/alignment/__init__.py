@@ -8,6 +8,9 @@
   self-consistency score that tells a failed alignment from a good one.
 - ``GeneralizedProcrustes``: M spaces into one shared universe (one orthogonal map each), from streamed statistics
   (``partial_fit``, dask arrays).
+- ``PoolProcrustes``, ``SelfLearning`` (VecMap), ``BootstrappedProcrustes``: a few pairs plus many unpaired
+  vectors of each model (*pools*): Procrustes refined by matching the pools (``fit(source, target, source_pool=...,
+  target_pool=...)``).
 - ``FunctionalMap`` (Fumero et al. 2024): latent functional maps between k-NN graphs' Laplacian eigenbases from a
   few anchors: a similarity, point correspondences and a linear transfer.
 
@@ -20,13 +23,17 @@ from latentstitch.alignment._bootstrap import BootstrappedAnchors, bootstrap_anc
 from latentstitch.alignment._functional_map import FunctionalMap
 from latentstitch.alignment._generalized import GeneralizedProcrustes
 from latentstitch.alignment._inverse import InverseRelativeProjection
+from latentstitch.alignment._pooled import BootstrappedProcrustes, PoolProcrustes, SelfLearning
 from latentstitch.alignment._unpaired import UnpairedAlignment
 
 __all__ = [
     "BootstrappedAnchors",
+    "BootstrappedProcrustes",
     "FunctionalMap",
     "GeneralizedProcrustes",
     "InverseRelativeProjection",
+    "PoolProcrustes",
+    "SelfLearning",
     "UnpairedAlignment",
     "bootstrap_anchors",
 ]

@@ -18,6 +18,15 @@ def space(x: ArrayLike, name: str, *, min_rows: int = 2) -> torch.Tensor:
     return as_float_tensor(x, name, ndim=2, min_rows=min_rows)
 
 
+def check_rotation_shape(fitted) -> None:
+    """A loaded map's ``rotation_`` is ``(n_features_in_, n_features_out_)``, or a ``ValueError`` says what it is."""
+    if tuple(fitted.rotation_.shape) != (fitted.n_features_in_, fitted.n_features_out_):
+        raise ValueError(
+            f"rotation_ has shape {tuple(fitted.rotation_.shape)} but the map is "
+            f"{fitted.n_features_in_} -> {fitted.n_features_out_}"
+        )
+
+
 def orthogonal_factor(cross: torch.Tensor) -> torch.Tensor:
     """The orthogonal map R (p, q) maximising ``trace(R^T cross)``: ``U V^T`` from the thin SVD ``cross = U S V^T``.
 

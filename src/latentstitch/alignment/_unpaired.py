@@ -13,6 +13,7 @@ from latentstitch._core.numerics import matmul, rescaled_row_norms, unit_rows
 from latentstitch._core.params import Rule, check_bool, check_positive_int, check_seed, rule
 from latentstitch.alignment._clusters import cluster_means, kmeans, principal_axes, project
 from latentstitch.alignment._common import (
+    check_rotation_shape,
     mean_of_neighbours,
     orthogonal_factor,
     random_orthogonal,
@@ -209,11 +210,7 @@ class UnpairedAlignment(AffineMap):
 
     def _check_loaded(self) -> None:
         super()._check_loaded()
-        if tuple(self.rotation_.shape) != (self.n_features_in_, self.n_features_out_):
-            raise ValueError(
-                f"rotation_ has shape {tuple(self.rotation_.shape)} but the map is "
-                f"{self.n_features_in_} -> {self.n_features_out_}"
-            )
+        check_rotation_shape(self)
 
     # --- the recipe ----------------------------------------------------------------------------------------
     def _align(

@@ -13,9 +13,10 @@ model's consumer reads. Two families of route:
 - **relative** (cosine similarities to the anchors, centred, robust): a head is trained once on the target's
   relative vectors (``Bridge.fit_head``) and reads the new model's.
 
-``register_route(name, factory, family=...)`` adds a route. The command line: ``latentstitch bridge fit SOURCE
-TARGET -o bridge.safetensors`` and ``latentstitch bridge apply bridge.safetensors NEW -o OUT``; files are read by
-``latentstitch.embeddings``.
+With unpaired vectors of both models (``fit(..., source_pool=, target_pool=)``), the semi-supervised routes of
+``POOL_ROUTES`` join the candidates. ``register_route(name, factory, family=...)`` adds a route. The command line:
+``latentstitch bridge fit SOURCE TARGET -o bridge.safetensors`` and ``latentstitch bridge apply bridge.safetensors
+NEW -o OUT``; files are read by ``latentstitch.embeddings``.
 """
 
 from latentstitch.bridge._bridge import Bridge, BridgeWarning
@@ -29,6 +30,7 @@ from latentstitch.bridge._results import BudgetRow, RouteScore
 from latentstitch.bridge._routes import (
     AUTO_ROUTES,
     FAMILIES,
+    POOL_ROUTES,
     ROUTES,
     RouteSpec,
     get_route,
@@ -54,6 +56,7 @@ __all__ = [
     "ENSEMBLE_SIZE",
     "FAMILIES",
     "MIN_PER_FOLD",
+    "POOL_ROUTES",
     "ROUTES",
     "SCORES",
     "SELECTABLE",

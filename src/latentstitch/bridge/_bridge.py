@@ -33,11 +33,11 @@ from latentstitch.bridge._dead import check_dead
 from latentstitch.bridge._diagnose import fit_notes
 from latentstitch.bridge._estimate import QualityEstimate, estimate, estimate_from_dict
 from latentstitch.bridge._head import LinearHead
-from latentstitch.bridge._pool import pool_rows
+from latentstitch.bridge._pool import pool_rows, source_pool_rows
 from latentstitch.bridge._results import BudgetRow, RouteScore, budget_rows, route_scores
 from latentstitch.bridge._routes import Family, RouteSpec, family_of, get_route, resolve_routes
 from latentstitch.bridge._scale import anchor_scales, head_at_scale, loaded_scales, rescale
-from latentstitch.bridge._select import CONSUMER_SCORES, CONSUMERS, Criterion, select_route
+from latentstitch.bridge._select import CONSUMER_SCORES, CONSUMERS, Criterion, pool_test, select_route
 from latentstitch.bridge._validate import (
     as_anchor_array,
     check_class_labels,
@@ -59,13 +59,47 @@ def check_routes(routes: Any, name: str = "routes") -> list[RouteSpec]:
     return resolve_routes(routes)
 
 
-def _fit_quietly(spec: RouteSpec, source: Any, target: Any, params: dict[str, Any]) -> Any:
-    """The chosen route fitted on all the anchors with its chosen parameters (its rank deficiency was said while
-    cross-validating)."""
+def _fit_quietly(spec: RouteSpec, source: Any, target: Any, params: dict[str, Any], pools: dict[str, Any]) -> Any:
+    """The chosen route fitted on all the anchors with its chosen parameters (and the pools, for a semi-supervised
+    route; its rank deficiency was said while cross-validating)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RankDeficiencyWarning)
         warnings.simplefilter("ignore", ConvergenceWarning)
-        return spec.build(**params).fit(source, target)
+        return spec.build(**params).fit(source, target, **(pools if spec.pools else {}))
+
+
+def pool_specs(specs: list[RouteSpec], routes: Any, pooled: bool) -> list[RouteSpec]:
+    """The routes a fit tries: without both pools, the semi-supervised routes are left out (an error when the user
+    named one: it cannot be fitted)."""
+    if pooled:
+        return specs
+    named = {routes} if isinstance(routes, str) else set(routes)
+    wanted = [spec.name for spec in specs if spec.pools and spec.name in named]
+    if wanted:
+        raise ValueError(
+            f"routes: {', '.join(wanted)} {'needs' if len(wanted) == 1 else 'need'} unpaired vectors of both models: "
+            "pass source_pool= and target_pool="
+        )
+    return [spec for spec in specs if not spec.pools]
+
+
+def pool_notes(specs: list[RouteSpec], anchors: Anchors, source_pool: bool, target_pool: bool) -> list[str]:
+    """What the pools did, in words: which routes were fitted with them and how many rows each matched."""
+    if source_pool and not target_pool:
+        return ["source_pool was not used: the semi-supervised routes need target_pool too (the old model's vectors)"]
+    used = [spec for spec in specs if spec.pools]
+    if not anchors.pools or not used:
+        return []
+    sizes = (anchors.pools["source_pool"].shape[0], anchors.pools["target_pool"].shape[0])
+    notes = [
+        f"the semi-supervised routes ({', '.join(spec.name for spec in used)}) were fitted on the training anchors "
+        f"and the pools ({sizes[0]:,} source_pool and {sizes[1]:,} target_pool vectors, none equal to an anchor's)"
+    ]
+    for spec in used:
+        cap = getattr(spec.build(), "subsample", None)
+        if isinstance(cap, int) and max(sizes) > cap:
+            notes.append(f"{spec.name} matched at most {cap:,} rows of each pool, drawn at random (its subsample)")
+    return notes
 
 
 @dataclass(frozen=True)
@@ -221,6 +255,7 @@ class Bridge(Persistable, BaseEstimator):
         source_ids: Sequence[Any] | None = None,
         target_ids: Sequence[Any] | None = None,
         target_pool: ArrayLike | None = None,
+        source_pool: ArrayLike | None = None,
         progress: bool = False,
     ) -> Bridge:
         """Score every route by cross-validation on the parallel anchors, choose one, fit it on all of them.
@@ -245,11 +280,25 @@ class Bridge(Persistable, BaseEstimator):
             that search is easy for every route and says little about the index). Rows equal to an anchor's target
             vector are left out (they are the anchor itself); above ``MAX_POOL`` rows, that many are drawn at random
             (``seed``). Cost: the held-out anchors' similarities to every pool vector, per route and fold.
+        source_pool : (M_s, p) array or tensor, optional
+            The new model's vectors of other items, unpaired (any items, any count: whatever it has embedded). With
+            ``target_pool`` too, the semi-supervised routes (``POOL_ROUTES``: ``procrustes_pools``, ``self_learning``,
+            ``bootstrap_pools``) join the candidates: each is fitted on a fold's training anchors *and* the two pools,
+            and cross-validated on the held-out anchors like every route (chosen by the same rule, with the same
+            estimate and interval). Rows of either pool equal to any anchor's vector of that side are left out, so a
+            held-out anchor never enters a fit, not even as a pseudo-pair (said in ``notes_``); above ``MAX_POOL``
+            rows, that many are drawn at random (``seed``), and each route matches at most its own ``subsample`` of
+            them (said in ``notes_``). Without both pools those routes are absent (naming one in ``routes`` is then
+            an error) and the fit is the one without pools. Memory: the pools as given (at most ``MAX_POOL`` rows
+            each, in the anchors' precision), plus a route's matching, O(subsample x (width + chunk)) (64 MiB
+            blocks of similarities; ``latentstitch.alignment.PoolProcrustes``).
         progress : bool
             Show a progress bar over the route fits.
         """
         self._check_params()
-        specs = resolve_routes(self.routes)
+        specs = pool_specs(
+            resolve_routes(self.routes), self.routes, source_pool is not None and target_pool is not None
+        )
         check_route_methods(specs)
         if all(spec.stack is not None for spec in specs):
             names = ", ".join(spec.name for spec in specs)
@@ -257,7 +306,8 @@ class Bridge(Persistable, BaseEstimator):
                 f"routes: {names} blends other routes' cross-validated predictions and has nothing to blend alone; "
                 f"give it with the routes it may blend, e.g. routes=['ridge', 'procrustes', '{specs[0].name}']"
             )
-        anchors = self._anchors(source, target, head, source_ids, target_ids, target_pool)
+        anchors = self._anchors(source, target, head, source_ids, target_ids, target_pool, source_pool)
+        self._quiet_notes += pool_notes(specs, anchors, source_pool is not None, target_pool is not None)
         results, budget, unconverged = self._cross_validate(specs, anchors, progress)
         choice = self._choose(results, anchors)
         row = choice.chosen.score
@@ -266,10 +316,11 @@ class Bridge(Persistable, BaseEstimator):
         self.estimate_, self.budget_, self.cv_results_ = choice.estimate, budget, choice.cv_results
         self.notes_ = [*getattr(self, "_input_notes", []), *getattr(self, "_quiet_notes", [])]
         self.notes_ += self._say(results, anchors, unconverged)
-        self.estimator_ = _fit_quietly(get_route(self.route_), anchors.source, anchors.target, row.params)
+        spec = get_route(self.route_)
+        self.estimator_ = _fit_quietly(spec, anchors.source, anchors.target, row.params, anchors.pools)
         return self
 
-    def _anchors(self, source, target, head, source_ids, target_ids, target_pool=None) -> Anchors:
+    def _anchors(self, source, target, head, source_ids, target_ids, target_pool=None, source_pool=None) -> Anchors:
         """The checked anchor pairs (target rows matched to the source's by id when ids are given) and their folds."""
         if (source_ids is None) != (target_ids is None):
             raise ValueError("source_ids, target_ids: give both to match rows by id, or neither to pair them by order")
@@ -292,10 +343,13 @@ class Bridge(Persistable, BaseEstimator):
         reference = None if head is None else head_labels(head, target)
         head = None if head is None else head_at_scale(head, self.target_scale_, target.dtype)
         pool, self._quiet_notes = pool_rows(target_pool, t, self.seed)  # said in notes_, not warned
+        unpaired, said = source_pool_rows(source_pool, s, self.seed)
+        self._quiet_notes += said
         source, target = rescale(source, self.source_scale_), rescale(target, self.target_scale_)
         extra = None if pool is None else rescale(pool, self.target_scale_)
+        unpaired = None if unpaired is None else rescale(unpaired, self.source_scale_)
         score = CONSUMER_SCORES[self.consumer]
-        anchors = Anchors(source, target, parts, self.seed, head, reference, score, extra=extra)
+        anchors = Anchors(source, target, parts, self.seed, head, reference, score, extra=extra, source_pool=unpaired)
         if anchors.scored < len(parts):
             scored = sum(map(len, anchors.queries))
             self._quiet_notes.append(
@@ -341,6 +395,7 @@ class Bridge(Persistable, BaseEstimator):
         criterion = anchors.criterion
         rows = [result.score for result in results]
         chosen_row, reliable = select_route(rows, criterion.score)
+        chosen_row, reliable = self._keep_pools_if_better(results, chosen_row, reliable, criterion.score)
         chosen = next(result for result in results if result.score is chosen_row)
         for row in rows:
             row.chosen = row is chosen_row
@@ -356,6 +411,25 @@ class Bridge(Persistable, BaseEstimator):
         quality = estimate(chosen.items[key], metric, chosen_row.route, anchors.pool.size, self.seed, folds, rivals)
         table = cv_results(results, criterion, anchors.queries, anchors.reference)
         return Choice(criterion, chosen, rows, reliable, quality, table)
+
+    def _keep_pools_if_better(
+        self, results: list[RouteResult], chosen_row: RouteScore, reliable: bool, score: str
+    ) -> tuple[RouteScore, bool]:
+        """A semi-supervised route the rule ranked first is kept only when it beats the rule's pick among the routes
+        without pools on the same held-out folds by more than their noise (``_select.pool_test``); otherwise that
+        pick is kept. Said in ``notes_`` either way. ``reliable`` (some route clearly better than shuffled pairs) is
+        the route table's, unchanged."""
+        if not get_route(chosen_row.route).pools:
+            return chosen_row, reliable
+        paired = [r for r in results if not get_route(r.score.route).pools]
+        if not any(r.score.fitted for r in paired):
+            return chosen_row, reliable
+        paired_row, _ = select_route([r.score for r in paired], score)
+        by_row = {id(r.score): r for r in results}
+        folds = [(by_row[id(row)].per_fold or {}).get(score) for row in (chosen_row, paired_row)]
+        test = pool_test(chosen_row, paired_row, *folds, score)
+        self._quiet_notes.append(test.sentence())
+        return (chosen_row if test.kept else paired_row), reliable
 
     def _say(self, results: list[RouteResult], anchors: Anchors, unconverged: int) -> list[str]:
         """Everything worth saying about the fit, once, in words: returned for ``notes_``, and one ``BridgeWarning``."""

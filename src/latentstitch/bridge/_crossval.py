@@ -69,8 +69,9 @@ def matched_order(source_ids: Any, target_ids: Any, source: Any, target: Any) ->
 class Anchors:
     """The parallel anchors every route is scored on: the two sides (as given, and in float64), the folds, the seed,
     the scored held-out rows per fold (``queries``), the pool of every target vector (the anchors', then ``extra``:
-    the old model's vectors of other items, ``Bridge.fit(target_pool=...)``), and with a head, the head and its
-    predictions on the true target vectors (``reference``)."""
+    the old model's vectors of other items, ``Bridge.fit(target_pool=...)``), the new model's vectors of other items
+    (``source_pool``: with ``extra``, the pools a semi-supervised route is fitted with), and with a head, the head and
+    its predictions on the true target vectors (``reference``)."""
 
     source: Any
     target: Any
@@ -80,6 +81,7 @@ class Anchors:
     reference: np.ndarray | None = None
     score: str = "mrr"
     extra: Any = None
+    source_pool: Any = None
     _folds: dict[tuple[int, int], Fold] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
@@ -111,6 +113,14 @@ class Anchors:
     def primary(self) -> str:
         """The score the choice, each route's parameters and the anchor budget compare (``criterion.score``)."""
         return self.criterion.score
+
+    @property
+    def pools(self) -> dict[str, Any]:
+        """The keyword arguments that give a semi-supervised route's ``fit`` the two pools (no anchor's vector among
+        them: ``_pool.pool_rows``); empty unless both were given."""
+        if self.source_pool is None or self.extra is None:
+            return {}
+        return {"source_pool": self.source_pool, "target_pool": self.extra}
 
     @property
     def n_train(self) -> int:
@@ -349,10 +359,14 @@ def summary(
 
 
 def fit_fold(spec: RouteSpec, anchors: Anchors, train: np.ndarray, **params: Any) -> tuple[Any, bool]:
-    """The route fitted on the training rows, and whether the fit warned of rank deficiency (counted, not shown)."""
+    """The route fitted on the training rows (a semi-supervised route with the pools too: the held-out anchors are in
+    neither), and whether the fit warned of rank deficiency (counted, not shown)."""
+    pools = anchors.pools if spec.pools else {}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RankDeficiencyWarning)
-        estimator = spec.build(**params).fit(take_rows(anchors.source, train), take_rows(anchors.target, train))
+        estimator = spec.build(**params).fit(
+            take_rows(anchors.source, train), take_rows(anchors.target, train), **pools
+        )
     warned = any(issubclass(w.category, RankDeficiencyWarning) for w in caught)
     pass_through([w for w in caught if not issubclass(w.category, RankDeficiencyWarning)])
     return estimator, warned

@@ -39,6 +39,8 @@ def cv_results(results: list[Any], criterion: Criterion, queries: list[np.ndarra
     predictions on the true target vectors (``reference``)."""
     rows = [result.score for result in results]
     ranked, _ = rank_routes(rows, criterion.score)
+    # the chosen route first: the rule's order, unless a pool route it ranked first was not kept (pool_test)
+    ranked.sort(key=lambda row: not row.chosen)
     rank = {id(row): place for place, row in enumerate(ranked, start=1)}
     out: dict[str, list] = {
         "route": [row.route for row in rows],

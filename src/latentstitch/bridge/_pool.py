@@ -168,34 +168,8 @@ def pool_rows(
     read (a dask array computes those alone). ``cap``: default ``MAX_POOL``."""
     if pool is None:
         return None, []
-    cap = MAX_POOL if cap is None else cap
-    if not is_dask_array(pool):  # lists and other array-likes as numpy, as for the anchors
-        pool = as_anchor_array(pool, "target_pool")
-    if getattr(pool, "ndim", None) != 2:
-        raise ValueError(f"target_pool: expected a 2-D array (vectors x features), got shape {tuple(pool.shape)}")
-    given, width = int(pool.shape[0]), int(pool.shape[1])
-    if width != target.shape[1]:
-        raise ValueError(
-            f"target_pool: has {width} features but target has {target.shape[1]}; give the old model's vectors"
-        )
-    if given == 0:
-        raise ValueError("target_pool: expected at least one vector, got 0 rows")
+    rows, given, repeats = side_pool(pool, target, seed, "target_pool", cap)
     anchors = target.shape[0]
-    drawn = pool_draw(given, anchors, seed, cap)
-    rows = pool if drawn is None else pool[drawn]
-    rows = rows.compute() if is_dask_array(rows) else rows
-    rows = as_float_tensor(rows, "target_pool", ndim=2)
-    if rows.device != target.device:
-        raise ValueError(f"target_pool is on device {rows.device} but target is on {target.device}; move it")
-    rows = rows.detach().to(target.dtype)
-    keep = ~_rows_in(rows, target)
-    repeats = int((~keep).sum())
-    rows = rows[torch.as_tensor(keep, device=rows.device)]
-    if rows.shape[0] > cap:  # a random cap of them, in the pool's order
-        pick = np.sort(np.random.default_rng([seed, 14]).choice(rows.shape[0], size=cap, replace=False))
-        rows = rows[torch.as_tensor(pick, device=rows.device)]
-    if rows.shape[0] == 0:
-        raise ValueError("target_pool: every row is one of the anchors' target vectors; give the other items' vectors")
     notes = [
         f"held-out anchors were ranked among the {anchors:,} target anchors and {rows.shape[0]:,} target_pool vectors"
         + (f" (drawn at random from {given:,})" if given > rows.shape[0] + repeats else "")
@@ -206,6 +180,61 @@ def pool_rows(
             "or duplicates of them)"
         )
     return rows, notes
+
+
+def source_pool_rows(pool: Any, source: torch.Tensor, seed: int) -> tuple[torch.Tensor | None, list[str]]:
+    """The ``source_pool`` rows the semi-supervised routes are fitted with (at most ``MAX_POOL``, drawn with
+    ``seed``; rows equal to any anchor's source vector left out, so no held-out anchor can be matched as a
+    pseudo-pair), and what was done, in words."""
+    if pool is None:
+        return None, []
+    rows, given, repeats = side_pool(pool, source, seed, "source_pool")
+    notes = []
+    if given > rows.shape[0] + repeats:
+        notes.append(f"source_pool: {rows.shape[0]:,} of its {given:,} rows were used (drawn at random, seed)")
+    if repeats:
+        notes.append(
+            f"{repeats:,} source_pool rows equal to an anchor's source vector were left out (the anchors themselves, "
+            "or duplicates of them): a held-out anchor never enters a route's fit"
+        )
+    return rows, notes
+
+
+def side_pool(
+    pool: Any, anchors: torch.Tensor, seed: int, name: str, cap: int | None = None
+) -> tuple[torch.Tensor, int, int]:
+    """One side's pool (``name``: "source_pool" or "target_pool"), checked against that side's ``anchors``: at most
+    ``cap`` rows (default ``MAX_POOL``) drawn with ``seed`` (only those are read), rows equal to an anchor's vector
+    left out, in the anchors' dtype and device; with the rows given and the rows left out."""
+    cap = MAX_POOL if cap is None else cap
+    side, model = ("target", "old") if name == "target_pool" else ("source", "new")
+    if not is_dask_array(pool):  # lists and other array-likes as numpy, as for the anchors
+        pool = as_anchor_array(pool, name)
+    if getattr(pool, "ndim", None) != 2:
+        raise ValueError(f"{name}: expected a 2-D array (vectors x features), got shape {tuple(pool.shape)}")
+    given, width = int(pool.shape[0]), int(pool.shape[1])
+    if width != anchors.shape[1]:
+        raise ValueError(
+            f"{name}: has {width} features but {side} has {anchors.shape[1]}; give the {model} model's vectors"
+        )
+    if given == 0:
+        raise ValueError(f"{name}: expected at least one vector, got 0 rows")
+    drawn = pool_draw(given, anchors.shape[0], seed, cap)
+    rows = pool if drawn is None else pool[drawn]
+    rows = rows.compute() if is_dask_array(rows) else rows
+    rows = as_float_tensor(rows, name, ndim=2)
+    if rows.device != anchors.device:
+        raise ValueError(f"{name} is on device {rows.device} but {side} is on {anchors.device}; move it")
+    rows = rows.detach().to(anchors.dtype)
+    keep = ~_rows_in(rows, anchors)
+    repeats = int((~keep).sum())
+    rows = rows[torch.as_tensor(keep, device=rows.device)]
+    if rows.shape[0] > cap:  # a random cap of them, in the pool's order
+        pick = np.sort(np.random.default_rng([seed, 14]).choice(rows.shape[0], size=cap, replace=False))
+        rows = rows[torch.as_tensor(pick, device=rows.device)]
+    if rows.shape[0] == 0:
+        raise ValueError(f"{name}: every row is one of the anchors' {side} vectors; give the other items' vectors")
+    return rows, given, repeats
 
 
 def pool_draw(given: int, anchors: int, seed: int, cap: int | None = None) -> np.ndarray | None:

@@ -34,7 +34,15 @@ import torch
 
 from latentstitch._core.arrays import as_float_tensor
 from latentstitch._core.numerics import matmul, unit_rows
-from latentstitch.alignment import FunctionalMap, GeneralizedProcrustes, InverseRelativeProjection, UnpairedAlignment
+from latentstitch.alignment import (
+    BootstrappedProcrustes,
+    FunctionalMap,
+    GeneralizedProcrustes,
+    InverseRelativeProjection,
+    PoolProcrustes,
+    SelfLearning,
+    UnpairedAlignment,
+)
 from latentstitch.bridge._dead import hold
 from latentstitch.bridge._folds import (
     LOW_RANK_RIDGE,
@@ -190,8 +198,9 @@ class RouteSpec:
     """A registered route: its name, family, a factory of unfitted estimators, a one-line description, and whether
     ``Bridge(routes="auto")`` tries it; its fast cross-validation ``path``; whether the ``ensemble`` may blend it
     (``blend``: an affine translation route); ``stack``: a route scored from the other routes' cross-validation
-    instead of its own (the ensemble's ``_ensemble.ensemble_result``). ``kind``: its ``Family``, where the families
-    differ."""
+    instead of its own (the ensemble's ``_ensemble.ensemble_result``). ``pools``: a semi-supervised route, fitted as
+    ``fit(source, target, source_pool=..., target_pool=...)`` and tried only when a fit is given both pools.
+    ``kind``: its ``Family``, where the families differ."""
 
     name: str
     factory: Callable[..., Any]
@@ -201,6 +210,7 @@ class RouteSpec:
     path: Callable[[Any], list] | None = None
     blend: bool = False
     stack: Callable[[list, Any], Any] | None = None
+    pools: bool = False
 
     @property
     def kind(self) -> Family:
@@ -225,6 +235,7 @@ def register_route(
     path: Callable[[Any], list] | None = None,
     blend: bool = False,
     stack: Callable[[list, Any], Any] | None = None,
+    pools: bool = False,
 ) -> RouteSpec:
     """Add a route under ``name``: ``factory()`` builds an unfitted estimator (a class with default arguments works).
     ``auto=True`` adds it to the routes ``Bridge(routes="auto")`` tries (``AUTO_ROUTES`` lists the built-in ones).
@@ -233,7 +244,10 @@ def register_route(
     ``factory(**params)`` the estimator it stands for, or ``None`` to decline a fold; without one (or declined), the
     route is fitted on every fold. ``blend=True``: an affine translation route the ``ensemble`` may blend (its fitted
     estimator has ``_map64``). ``stack(results, anchors)``, optional: the route is scored from the other routes'
-    cross-validation (``_crossval.RouteResult`` list) instead of its own, returning its result or None."""
+    cross-validation (``_crossval.RouteResult`` list) instead of its own, returning its result or None.
+    ``pools=True``: the estimator's ``fit`` also takes ``source_pool=`` and ``target_pool=`` (unpaired vectors of each
+    model, ``Bridge.fit``'s pools with every anchor's vector left out); the route is tried only when both are given
+    (with ``auto=True``, then among "auto")."""
     family_of(family)
     if not isinstance(name, str) or not name or name == "auto":
         raise ValueError(f"name: expected a non-empty route name other than 'auto', got {name!r}")
@@ -241,7 +255,7 @@ def register_route(
         raise ValueError(f"a route named {name!r} is already registered")
     if not callable(factory):
         raise TypeError(f"factory: expected a callable that builds an estimator, got {type(factory).__name__}")
-    spec = RouteSpec(name, factory, family, description, auto, path, blend, stack)
+    spec = RouteSpec(name, factory, family, description, auto, path, blend, stack, pools)
     ROUTES[name] = spec
     return spec
 
@@ -442,4 +456,35 @@ register_route(
     UnpairedAlignment,
     description="mini-vec2vec (Dar 2025): k-means, quadratic assignment and Procrustes, ignoring which rows pair; "
     "a baseline for what the pairs add",
+)
+
+# --- semi-supervised routes: the pairs and two pools of unpaired vectors (``Bridge.fit(source_pool=, target_pool=)``)
+#: Tried with "auto" whenever both pools are given (issue 39: the pools must not hurt when they do not help: the same
+#: cross-validation on the real anchors decides); absent without pools.
+POOL_ROUTES = ("procrustes_pools", "self_learning", "bootstrap_pools")
+register_route(
+    "procrustes_pools",
+    PoolProcrustes,
+    description="Procrustes on the pairs refined over the two pools (Rosetta-style): mutual nearest neighbours under "
+    "CSLS between the mapped source pool and the target pool as pseudo-pairs, the pairs weighted to count, refitted "
+    "until the matching stops changing",
+    auto=True,
+    pools=True,
+)
+register_route(
+    "self_learning",
+    SelfLearning,
+    description="VecMap's self-learning (Artetxe et al. 2018): a dictionary seeded by the pairs, re-induced from both "
+    "directions' nearest neighbours under CSLS over the pools (stochastic induction), orthogonal map refitted until "
+    "the objective stops improving",
+    auto=True,
+    pools=True,
+)
+register_route(
+    "bootstrap_pools",
+    BootstrappedProcrustes,
+    description="the pairs grown over the pools by bootstrapped anchors (relative vectors matched by optimal "
+    "transport, Cannistraci et al. 2023), then Procrustes on the pairs and the confident grown pairs",
+    auto=True,
+    pools=True,
 )

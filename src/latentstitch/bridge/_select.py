@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from latentstitch.bridge._estimate import SAME_ITEMS
 from latentstitch.bridge._results import RouteScore
 
@@ -96,6 +98,53 @@ def rank_routes(rows: Sequence[RouteScore], score: str = SELECTION_SCORE) -> tup
 
     ranked = sorted(fitted, key=key, reverse=True)
     return ranked + [r for r in rows if not r.fitted], clear
+
+
+#: One-sided level of the test a semi-supervised route (fitted with ``Bridge.fit``'s pools) must pass to be kept over
+#: the best route fitted without them: the per-fold differences of the selection score on the same held-out folds,
+#: Student's t with folds - 1 degrees of freedom. The pools must not hurt when they do not help (issue 39): a pool
+#: route tried beside the others is one more candidate for the noise of the folds to favour.
+POOL_LEVEL = 0.05
+
+
+@dataclass(frozen=True)
+class PoolTest:
+    """The comparison of the best pool route with the best route without pools on the same folds: the mean per-fold
+    difference of ``score``, its standard error, the threshold it had to exceed, and whether the pool route is kept."""
+
+    pooled: str
+    paired: str
+    score: str
+    difference: float
+    standard_error: float
+    threshold: float
+    kept: bool
+
+    def sentence(self) -> str:
+        verdict = "kept" if self.kept else "not kept"
+        return (
+            f"{self.pooled} (fitted with the pools) was {verdict}: held out it differs from {self.paired} (the best "
+            f"route without them) by {self.difference:+.4f} {self.score} per fold (SE {self.standard_error:.4f}); "
+            f"kept only above {self.threshold:.4f} (one-sided t-test at {POOL_LEVEL:g})"
+        )
+
+
+def pool_test(pooled: RouteScore, paired: RouteScore, pooled_folds, paired_folds, score: str) -> PoolTest:
+    """Whether ``pooled`` (a semi-supervised route the rule ranked first) beats ``paired`` (the rule's pick among the
+    routes without pools) by more than the folds' noise: one-sided paired t-test on the per-fold values of
+    ``score`` (``pooled_folds``, ``paired_folds``: one value per fold, the same folds). Without per-fold values of
+    both, or with fewer than two folds, the pool route is not kept."""
+    from scipy import stats
+
+    a = np.asarray(pooled_folds if pooled_folds is not None else [], dtype=np.float64)
+    b = np.asarray(paired_folds if paired_folds is not None else [], dtype=np.float64)
+    if a.shape != b.shape or a.size < 2 or not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return PoolTest(pooled.route, paired.route, score, math.nan, math.nan, math.nan, False)
+    d = a - b
+    se = float(d.std(ddof=1) / math.sqrt(d.size))
+    threshold = float(stats.t.ppf(1.0 - POOL_LEVEL, d.size - 1)) * se
+    mean = float(d.mean())
+    return PoolTest(pooled.route, paired.route, score, mean, se, threshold, mean > 0 and mean > threshold)
 
 
 def select_route(rows: Sequence[RouteScore], score: str = SELECTION_SCORE) -> tuple[RouteScore, bool]:

@@ -10,7 +10,9 @@ robust) is scored by 5-fold cross-validation on the anchors, without labels: eac
 map fitted without it and ranked against every TARGET vector (MRR, top-1, Recall@10), its 10 nearest TARGET vectors
 are compared with the true ones (kNN overlap), and R^2 is measured in TARGET's own units. With --target-pool
 OLD_INDEX (the old model's vectors of your other items) the held-out anchors are ranked among those too: with few
-anchors, the choice and the expected Recall@10 then read a search of your index's size.
+anchors, the choice and the expected Recall@10 then read a search of your index's size. With --source-pool
+NEW_UNPAIRED as well (the new model's vectors of whatever it has embedded), semi-supervised routes use both pools:
+Procrustes refined by matching the pools, VecMap's self-learning, bootstrapped anchors (docs/bridge.md, "Pools").
 
 The rule: among the routes clearly better than shuffled pairs (held-out MRR at least 3 standard errors above
 chance), the highest held-out score of the consumer (--consumer: index, the default, reads MRR; scaled_head, a
@@ -113,7 +115,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="the old model's vectors of other items (your old index, any readable format; read with --key / "
         "--target-key and --vector-column): held-out anchors are ranked among these too, so the choice and the "
-        "expected Recall@10 read a search of your index's size (at most 20,000 rows drawn at random are read)",
+        "expected Recall@10 read a search of your index's size (at most 20,000 rows drawn at random are read); "
+        "with --source-pool, also the target side of the semi-supervised routes",
+    )
+    fit.add_argument(
+        "--source-pool",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the new model's vectors of other items, unpaired (whatever it has embedded; any readable format, read "
+        "with --key / --source-key and --vector-column): with --target-pool, the semi-supervised routes "
+        "(procrustes_pools, self_learning, bootstrap_pools) are fitted on the anchors and both pools and join the "
+        "cross-validated candidates (at most 20,000 rows drawn at random are read)",
     )
     add_run_options(fit)
 
@@ -183,8 +196,9 @@ def fit(args: argparse.Namespace) -> int:
     report_path = output_file(args.json if args.json is not None else output.with_suffix(".json"), "--json")
     check_inputs(args, ("source", "target"))
     inputs = {"SOURCE": args.source, "TARGET": args.target}
-    if args.target_pool is not None:
-        inputs["--target-pool"] = input_file(args.target_pool, "--target-pool")
+    for option, path in (("--target-pool", args.target_pool), ("--source-pool", args.source_pool)):
+        if path is not None:
+            inputs[option] = input_file(path, option)
     refuse_overwrite(
         {"--output": output, "--json" if args.json is not None else "--json (default: OUTPUT.json)": report_path},
         inputs,
@@ -194,15 +208,23 @@ def fit(args: argparse.Namespace) -> int:
     from latentstitch.bridge import Bridge, BridgeWarning, bridge_report, resolve_routes
 
     # the library's errors about its parameters name the options they came from
-    options = {"routes": "--routes", "cv": "--cv", "seed": "--seed", "budget": "--budget"}
+    options = {
+        "routes": "--routes",
+        "cv": "--cv",
+        "seed": "--seed",
+        "budget": "--budget",
+        "source_pool": "--source-pool",
+        "target_pool": "--target-pool",
+    }
     with option_errors(options):
         resolve_routes(args.routes)  # unknown names fail before any reading
     pin_threads(args)
     source, target, described = read_pair(args, ("source", "target"))
-    pool = None
-    if args.target_pool is not None:
-        pool, line = read_pool(args, len(target))
-        described.append(line)
+    pools = {}
+    for side in ("target", "source"):
+        if getattr(args, f"{side}_pool") is not None:
+            pools[f"{side}_pool"], line = read_pool(args, len(target), side)
+            described.append(line)
     bridge = Bridge(
         routes=args.routes,
         cv=args.cv,
@@ -214,7 +236,7 @@ def fit(args: argparse.Namespace) -> int:
     files = {"source": f"SOURCE ({str(args.source)!r})", "target": f"TARGET ({str(args.target)!r})"}
     with warnings.catch_warnings(), option_errors({**options, **files}):
         warnings.simplefilter("ignore", BridgeWarning)  # its content is in the report's notes, printed below
-        bridge.fit(source, target, target_pool=pool, progress=not args.quiet)
+        bridge.fit(source, target, **pools, progress=not args.quiet)
     bridge.save(output)
     report = bridge_report(
         bridge, cli=True, source=str(args.source), target=str(args.target), files=described, bridge_file=str(output)
@@ -230,26 +252,25 @@ def fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def read_pool(args: argparse.Namespace, anchors: int):
-    """The rows of ``--target-pool`` the fit reads (``bridge.pieces.pool_draw``: all, or a seeded draw; only those
-    are read from the file) and a line describing them."""
+def read_pool(args: argparse.Namespace, anchors: int, side: str = "target"):
+    """The rows of ``--target-pool`` or ``--source-pool`` (``side``) the fit reads (``bridge.pieces.pool_draw``: all,
+    or a seeded draw; only those are read from the file) and a line describing them."""
     import numpy as np
 
     from latentstitch.bridge.pieces import pool_draw
     from latentstitch.embeddings import open_embeddings
 
-    with option_errors(file_options(args, "target")):
-        opened = open_embeddings(
-            args.target_pool, key=key_for(args, "target"), vector_column=args.vector_column, option="--target-pool"
-        )
+    option, path = f"--{side}-pool", getattr(args, f"{side}_pool")
+    with option_errors(file_options(args, side)):
+        opened = open_embeddings(path, key=key_for(args, side), vector_column=args.vector_column, option=option)
     drawn = pool_draw(opened.n_rows, anchors, args.seed)
     if drawn is None:
-        return opened.read(progress=not args.quiet), f"{opened.describe()} (the target pool)"
+        return opened.read(progress=not args.quiet), f"{opened.describe()} (the {side} pool)"
     parts = []
     for start, block in opened.chunks():
         inside = drawn[(drawn >= start) & (drawn < start + len(block))]
         parts.append(block[inside - start])
-    line = f"{opened.describe()} (the target pool: {len(drawn):,} rows drawn at random, --seed {args.seed})"
+    line = f"{opened.describe()} (the {side} pool: {len(drawn):,} rows drawn at random, --seed {args.seed})"
     return np.concatenate(parts), line
 
 

@@ -24,7 +24,9 @@ from latentstitch.data._graphs import Graph, knn_document_graph, stochastic_bloc
 from latentstitch.data._hf_disk import load_hf_from_disk, read_hf_saved, read_hf_tables
 from latentstitch.data._images import (
     FASHION_MNIST_CLASSES,
+    FASHION_MNIST_DIR,
     SAMPLE_PHOTOS,
+    images_to_float,
     load_fashion_mnist,
     load_sample_photos,
     load_sklearn_digits,
@@ -56,6 +58,7 @@ from latentstitch.data._words import (
 __all__ = [
     "BOOKS",
     "FASHION_MNIST_CLASSES",
+    "FASHION_MNIST_DIR",
     "SAMPLE_PHOTOS",
     "SECTIONS",
     "TESTAMENTS",
@@ -67,6 +70,7 @@ __all__ = [
     "bbc_news_sentences",
     "bible_verses",
     "clean_osis",
+    "images_to_float",
     "intersect_vocabularies",
     "knn_document_graph",
     "load_bbc_news",

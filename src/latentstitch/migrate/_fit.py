@@ -97,7 +97,7 @@ MIGRATION_ROUTES = ("ridge_loo",)
 def translation_routes() -> list[str]:
     """The bridge routes a vector index can read: every automatic route of the translation family, and
     ``MIGRATION_ROUTES``."""
-    auto = [spec.name for spec in resolve_routes("auto") if spec.family == "translation"]
+    auto = [spec.name for spec in resolve_routes("auto") if spec.family == "translation" and not spec.pools]
     return auto + [name for name in MIGRATION_ROUTES if name not in auto]
 
 
@@ -112,6 +112,12 @@ def check_routes(routes: Sequence[str] | None) -> list[str]:
         raise ValueError(
             f"routes: {', '.join(others)} {'is' if len(others) == 1 else 'are'} not a translation route; a migration "
             f"maps vectors into the other model's space, e.g. {', '.join(translation_routes())}"
+        )
+    pooled = [spec.name for spec in specs if spec.pools]
+    if pooled:
+        raise ValueError(
+            f"routes: {', '.join(pooled)} need unpaired vectors of both models (Bridge.fit's source_pool=, "
+            f"target_pool=), which a migration does not take; use e.g. {', '.join(translation_routes())}"
         )
     return [spec.name for spec in specs]
 
