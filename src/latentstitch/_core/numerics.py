@@ -99,15 +99,36 @@ def matmul(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None) ->
 
 def svd(m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Thin SVD ``(u, s, vh)`` of a 2-D tensor, by numpy's LAPACK on the CPU when no gradient is needed (gesdd:
-    1.2x faster than torch's here on 768 x 768 float64), else ``torch.linalg.svd``."""
+    1.2x faster than torch's here on 768 x 768 float64), else ``torch.linalg.svd``. Where gesdd's divide and conquer
+    does not converge on a finite matrix (it happens, rarely, on real cross-covariances: a 1280-d EfficientNet pair
+    here), the slower QR-iteration driver (gesvd) computes it instead."""
     if (
         _NUMPY_GEMM
         and m.device.type == "cpu"
         and m.dtype in _NUMPY_DTYPES
         and not (torch.is_grad_enabled() and m.requires_grad)
     ):
-        return tuple(torch.from_numpy(f) for f in np.linalg.svd(m.detach().numpy(), full_matrices=False))
-    return torch.linalg.svd(m, full_matrices=False)
+        array = m.detach().numpy()
+        try:
+            return tuple(torch.from_numpy(f) for f in np.linalg.svd(array, full_matrices=False))
+        except np.linalg.LinAlgError:
+            if not np.isfinite(array).all():
+                raise
+            return _gesvd(array)
+    try:
+        return torch.linalg.svd(m, full_matrices=False)
+    except torch.linalg.LinAlgError:
+        if m.device.type != "cpu" or not bool(torch.isfinite(m).all()) or (torch.is_grad_enabled() and m.requires_grad):
+            raise
+        return tuple(f.to(m.dtype) for f in _gesvd(m.detach().numpy()))
+
+
+def _gesvd(array: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Thin SVD by LAPACK's gesvd (QR iteration: slower than gesdd, and converges where it does not)."""
+    from scipy.linalg import svd as scipy_svd
+
+    factors = scipy_svd(array, full_matrices=False, lapack_driver="gesvd", check_finite=False)
+    return tuple(torch.from_numpy(np.ascontiguousarray(f)) for f in factors)
 
 
 def eigh(m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
