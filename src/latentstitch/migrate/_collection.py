@@ -390,8 +390,7 @@ class FaissCollection(NewCollection):
         data = np.empty(len(ids), dtype=[("id", "<i8"), ("vector", "<f4", (self.dimension,))])
         data["id"], data["vector"] = ids, vectors
         with atomic_path(self.parts_folder / f"part-{sequence:09d}-{uuid.uuid4().hex}.npy", option=self.option) as tmp:
-            with open(tmp, "wb") as handle:
-                np.save(handle, data, allow_pickle=False)
+            np.save(tmp, data, allow_pickle=False)  # the temporary path keeps the .npy suffix: saved as named
 
     def _merge_parts(self, names: list[str]) -> None:
         """Under the lock: the parts ``names`` written as one (then removed)."""
