@@ -458,7 +458,10 @@ def goal_lines(rows: list[dict], speed: dict | None = None) -> list[str]:
             cases = [
                 r
                 for r in rows
-                if r["budget"] == budget and r["pool"] == pool and (r["pair"], r["direction"], r["consumer"]) in strong
+                if pool is not None  # a paired-only run (--paired-only) judges no pool goal
+                and r["budget"] == budget
+                and r["pool"] == pool
+                and (r["pair"], r["direction"], r["consumer"]) in strong
             ]
             met = [r for r in cases if r["pick"] is not None and r["pick"] >= goal]
             verdict = "PASS" if cases and len(met) == len(cases) else "MISS" if cases else "NOT JUDGED"

@@ -108,3 +108,13 @@ def test_paired_only_runs_fit_no_pool_and_embed_none(tmp_path, monkeypatch):
     for run in runs:
         assert set(run["library"]["fits"]) == {"index/auto", "scaled_head/auto", "raw_head/auto"}
         assert not run["library"].get("unpaired")
+
+
+def test_a_worse_pick_is_told_apart_by_its_route_and_paired_only_runs_judge_no_pool_goal():
+    runs = [_pooled_run(0.80, 0.70, 0), _pooled_run(0.80, 0.70, 1)]
+    runs[1]["library"]["fits"]["index/pool1000"]["route"] = "self_learning"  # a semi-supervised route kept
+    line = next(line for line in goal_lines(direction_rows(runs)) if "never worse" in line)
+    assert "2 of 2 worse" in line and "(1 with a semi-supervised route kept, 1 with a route without pools" in line
+    paired_only = [{**run, "library": {"fits": {"index/auto": run["library"]["fits"]["index/auto"]}}} for run in runs]
+    lines = goal_lines(direction_rows(paired_only))  # --paired-only: no pooled fit anywhere
+    assert all("NOT JUDGED" in line for line in lines if "anchors with" in line or "never worse" in line)
