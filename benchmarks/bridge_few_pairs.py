@@ -390,6 +390,16 @@ def direction_rows(runs: list[dict]) -> list[dict]:
             for n in pools or [None]:
                 picked = [figures(r, f"{consumer}/pool{n}") for r in members] if n else []
                 picked = [p for p in picked if p]
+                # each seed's pooled pick beside its paired-only pick (the seeds with both)
+                versus = [
+                    (p, q)
+                    for p, q in zip(
+                        [figures(r, f"{consumer}/pool{n}") for r in members] if n else [],
+                        [figures(r, f"{consumer}/auto") for r in members],
+                        strict=False,
+                    )
+                    if p and q
+                ]
                 unp = [
                     r["library"]["unpaired"][str(n)]["realised"].get(figure, float("nan")) / o
                     for r, o in zip(members, own, strict=True)
@@ -416,26 +426,10 @@ def direction_rows(runs: list[dict]) -> list[dict]:
                         "covered": [p["covered"] for p in picked if p["covered"] is not None],
                         "seconds": float(np.mean([p["seconds"] for p in picked])) if picked else None,
                         "paired_seconds": float(np.mean([p["seconds"] for p in paired])),
-                        "worse_than_paired": [
-                            (p["figure"] - q["figure"])
-                            for p, q in zip(
-                                [figures(r, f"{consumer}/pool{n}") for r in members] if n else [],
-                                [figures(r, f"{consumer}/auto") for r in members],
-                                strict=False,
-                            )
-                            if p and q
-                        ],
+                        "worse_than_paired": [p["figure"] - q["figure"] for p, q in versus],
                         # whether each of those picks is a semi-supervised route (kept by the pool test) or a route
                         # without pools (a pick the target pool's place in the held-out scoring moved)
-                        "worse_pool_route": [
-                            p["route"] in POOL_ROUTES
-                            for p, q in zip(
-                                [figures(r, f"{consumer}/pool{n}") for r in members] if n else [],
-                                [figures(r, f"{consumer}/auto") for r in members],
-                                strict=False,
-                            )
-                            if p and q
-                        ],
+                        "worse_pool_route": [p["route"] in POOL_ROUTES for p, _ in versus],
                     }
                 )
     return rows
