@@ -202,6 +202,7 @@ ESTIMATORS: dict[str, dict] = {
             "stochastic_multiplier": [1.0, 0.5, NAN, "2"],
             "stochastic_interval": BAD_COUNTS,
             "subsample": [1, 2.5, "3"],
+            "target_subsample": [1, 2.5, "3"],
             "random_state": BAD_SEEDS,
         },
         "paired": True,
