@@ -340,7 +340,7 @@ def test_a_pool_route_that_fails_the_test_gives_way_to_the_paired_pick_everywher
     assert kept.route_ in POOL_ROUTES and any("(fitted with the pools) was kept" in n for n in kept.notes_)
     monkeypatch.setattr(select, "POOL_LEVEL", 1e-300)  # no difference passes: the paired pick must stand in
     refused = _fit(source, target, source_pool=source_pool, target_pool=target_pool, routes=routes)
-    paired = _fit(source, target, target_pool=target_pool, routes=TRANSLATIONS)
+    paired = _fit(source, target, routes=TRANSLATIONS)
     assert refused.route_ == paired.route_ and any("was not kept" in n for n in refused.notes_)
     ranks = dict(zip(refused.cv_results_["route"], refused.cv_results_["rank_test_score"], strict=True))
     assert ranks[refused.route_] == 1
@@ -348,3 +348,34 @@ def test_a_pool_route_that_fails_the_test_gives_way_to_the_paired_pick_everywher
     loaded = Bridge.load(tmp_path / "bridge.safetensors")
     assert loaded.route_ == paired.route_
     assert np.allclose(loaded.transform(test.astype(np.float32)), paired.transform(test.astype(np.float32)), atol=1e-4)
+
+
+#: Routes without pools on which a target pool alone moves the pick of ``pooled_pairs(seed, 25, 1000, noise=0.5)`` at
+#: seeds 1, 3 and 5 (the index consumer; seed 3 the raw head's too): ranking the held-out anchors among 1,000 more
+#: vectors changes which route scores best.
+PAIRED = ["ridge_raw", "low_rank", "procrustes", "procrustes_norm", "relative_centered", "relative_robust", "ensemble"]
+
+
+@pytest.mark.parametrize(("seed", "consumer"), [(1, "index"), (3, "index"), (3, "raw_head")])
+def test_with_both_pools_the_routes_without_pools_are_chosen_as_without_pools(monkeypatch, seed, consumer):
+    # the pools must not hurt when they do not help: their only way into the choice is a semi-supervised route that
+    # beats the paired pick beyond the folds' noise; the target pool still sizes the estimate (a search of the index)
+    import latentstitch.bridge._select as select
+
+    monkeypatch.setattr(select, "POOL_LEVEL", 1e-300)  # no semi-supervised route is kept
+    source, target, source_pool, target_pool, _, _ = pooled_pairs(seed, pairs=25, pool=1000, noise=0.5)
+
+    def fit(**pools):
+        routes = PAIRED + list(POOL_ROUTES) if pools else PAIRED
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return Bridge(cv=4, consumer=consumer, routes=routes).fit(source, target, **pools)
+
+    alone, pooled = fit(), fit(source_pool=source_pool, target_pool=target_pool)
+    assert pooled.route_ == alone.route_
+    chosen = {row.route: row for row in pooled.routes_}
+    for row in alone.routes_:  # every route without pools: the same parameters and the same selection scores
+        assert chosen[row.route].params == row.params
+        assert chosen[row.route].score(pooled.selection_score_) == pytest.approx(row.score(alone.selection_score_))
+    assert alone.estimate_.pool == 25 and pooled.estimate_.pool == 25 + 1000
+    assert any("ranked each held-out anchor among the anchors only" in note for note in pooled.notes_)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, ClassVar
 
+import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
@@ -93,7 +94,10 @@ def pool_notes(specs: list[RouteSpec], anchors: Anchors, source_pool: bool, targ
     sizes = (anchors.pools["source_pool"].shape[0], anchors.pools["target_pool"].shape[0])
     notes = [
         f"the semi-supervised routes ({', '.join(spec.name for spec in used)}) were fitted on the training anchors "
-        f"and the pools ({sizes[0]:,} source_pool and {sizes[1]:,} target_pool vectors, none equal to an anchor's)"
+        f"and the pools ({sizes[0]:,} source_pool and {sizes[1]:,} target_pool vectors, none equal to an anchor's)",
+        "with both pools, the choice ranked each held-out anchor among the anchors only (the routes without pools "
+        "were chosen as a fit without pools chooses them; a semi-supervised route had to beat that pick: "
+        "_select.pool_test); estimate_ and the Recall@k column ranked it among the anchors and the target_pool",
     ]
     for spec in used:
         cap = getattr(spec.build(), "subsample", None)
@@ -285,13 +289,16 @@ class Bridge(Persistable, BaseEstimator):
             ``target_pool`` too, the semi-supervised routes (``POOL_ROUTES``: ``procrustes_pools``, ``self_learning``,
             ``bootstrap_pools``) join the candidates: each is fitted on a fold's training anchors *and* the two pools,
             and cross-validated on the held-out anchors like every route (chosen by the same rule, with the same
-            estimate and interval). Rows of either pool equal to any anchor's vector of that side are left out, so a
-            held-out anchor never enters a fit, not even as a pseudo-pair (said in ``notes_``); above ``MAX_POOL``
-            rows, that many are drawn at random (``seed``), and each route matches at most its own ``subsample`` of
-            them (said in ``notes_``). Without both pools those routes are absent (naming one in ``routes`` is then
-            an error) and the fit is the one without pools. Memory: the pools as given (at most ``MAX_POOL`` rows
-            each, in the anchors' precision), plus a route's matching, O(subsample x (width + chunk)) (64 MiB
-            blocks of similarities; ``latentstitch.alignment.PoolProcrustes``).
+            estimate and interval). With both pools, the choice ranks each held-out anchor among the anchors only, so
+            the pick among the routes without pools is the one a fit without pools makes, and a semi-supervised route
+            replaces it only when it beats it beyond the folds' noise (``_select.pool_test``): the pools never move the
+            choice otherwise; ``estimate_`` still ranks among the anchors and ``target_pool``. Rows of either pool equal
+            to any anchor's vector of that side are left out, so a held-out anchor never enters a fit, not even as a
+            pseudo-pair (said in ``notes_``); above ``MAX_POOL`` rows, that many are drawn at random (``seed``), and
+            each route matches at most its own ``subsample`` of them (said in ``notes_``). Without both pools those
+            routes are absent (naming one in ``routes`` is then an error) and the fit is the one without pools. Memory:
+            the pools as given (at most ``MAX_POOL`` rows each, in the anchors' precision), plus a route's matching,
+            O(subsample x (width + chunk)) (64 MiB blocks of similarities; ``latentstitch.alignment.PoolProcrustes``).
         progress : bool
             Show a progress bar over the route fits.
         """
@@ -407,29 +414,31 @@ class Bridge(Persistable, BaseEstimator):
             if r is not chosen and r.items is not None and key in r.items and criterion.same_items
         ]
         folds = [len(q) for q in anchors.queries]
-        metric = criterion.metric(anchors.pool.k)
-        quality = estimate(chosen.items[key], metric, chosen_row.route, anchors.pool.size, self.seed, folds, rivals)
+        metric = criterion.metric(anchors.index.k)
+        quality = estimate(chosen.items[key], metric, chosen_row.route, anchors.index.size, self.seed, folds, rivals)
         table = cv_results(results, criterion, anchors.queries, anchors.reference)
         return Choice(criterion, chosen, rows, reliable, quality, table)
 
     def _keep_pools_if_better(
         self, results: list[RouteResult], chosen_row: RouteScore, reliable: bool, score: str
     ) -> tuple[RouteScore, bool]:
-        """A semi-supervised route the rule ranked first is kept only when it beats the rule's pick among the routes
-        without pools on the same held-out folds by more than their noise (``_select.pool_test``); otherwise that
-        pick is kept. Said in ``notes_`` either way. ``reliable`` (some route clearly better than shuffled pairs) is
-        the route table's, unchanged."""
-        if not get_route(chosen_row.route).pools:
-            return chosen_row, reliable
+        """With both pools, the choice among the routes without pools is the rule's on the anchors alone (the pick a
+        fit without pools makes: ``Anchors.choose_on_anchors``); the semi-supervised route with the best ``score``
+        among the whole index (the anchors and ``target_pool``, where the pools' gain shows) replaces it only when
+        it beats that pick on the same held-out folds by more than their noise (``_select.pool_test``). Said in
+        ``notes_`` either way. ``reliable`` (some route clearly better than shuffled pairs) is the route table's."""
+        pooled = [r for r in results if get_route(r.score.route).pools and r.score.fitted and r.index_per_fold]
         paired = [r for r in results if not get_route(r.score.route).pools]
-        if not any(r.score.fitted for r in paired):
+        if not pooled or not any(r.score.fitted for r in paired):
             return chosen_row, reliable
         paired_row, _ = select_route([r.score for r in paired], score)
-        by_row = {id(r.score): r for r in results}
-        folds = [(by_row[id(row)].per_fold or {}).get(score) for row in (chosen_row, paired_row)]
-        test = pool_test(chosen_row, paired_row, *folds, score)
+        paired_result = next(r for r in paired if r.score is paired_row)
+        clear = [r for r in pooled if r.score.clearly_better] or pooled
+        best = max(clear, key=lambda r: float(np.mean(r.index_per_fold.get(score, [-np.inf]))))
+        folds = [(r.index_per_fold or {}).get(score) for r in (best, paired_result)]
+        test = pool_test(best.score, paired_row, *folds, score)
         self._quiet_notes.append(test.sentence())
-        return (chosen_row if test.kept else paired_row), reliable
+        return (best.score if test.kept else paired_row), reliable
 
     def _say(self, results: list[RouteResult], anchors: Anchors, unconverged: int) -> list[str]:
         """Everything worth saying about the fit, once, in words: returned for ``notes_``, and one ``BridgeWarning``."""

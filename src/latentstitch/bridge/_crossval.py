@@ -94,7 +94,10 @@ class Anchors:
         self.source_work, self.target_work = s.to(work), t.to(work)
         extra = None if self.extra is None else as_float_tensor(self.extra, "target_pool").detach()
         extra = None if extra is None else extra.to(device=s.device, dtype=work)
-        self.pool = Pool(self.target_work if extra is None else torch.cat([self.target_work, extra]))
+        # ``index``: what ``estimate_`` ranks a held-out anchor among (the anchors, then ``extra``); ``pool``: what the
+        # choice ranks it among: the same, unless both pools are given (``choose_on_anchors``)
+        self.index = Pool(self.target_work if extra is None else torch.cat([self.target_work, extra]))
+        self.pool = Pool(self.target_work) if self.choose_on_anchors else self.index
         # the per-feature spreads a standard-scaling consumer divides by (LinearHead's StandardScaling)
         self.target_scale = floored_spread(self.target64.std(dim=0, correction=0), SPREAD_FLOOR)
         self.dead = dead_features(self.target64)  # held at their training mean by translation routes (_dead)
@@ -113,6 +116,14 @@ class Anchors:
     def primary(self) -> str:
         """The score the choice, each route's parameters and the anchor budget compare (``criterion.score``)."""
         return self.criterion.score
+
+    @property
+    def choose_on_anchors(self) -> bool:
+        """Whether the choice (routes, their parameters, the ensemble's members) ranks a held-out anchor among the
+        anchors only while ``estimate_`` ranks it among the anchors and ``extra``: when both pools are given, so the
+        pools move the choice only through a semi-supervised route and its test (``_select.pool_test``), never among
+        the routes without pools (the pick among those is the one a fit without pools makes)."""
+        return self.extra is not None and self.source_pool is not None
 
     @property
     def pools(self) -> dict[str, Any]:
@@ -148,8 +159,8 @@ class Anchors:
         return hold(bridged, self.dead, self.target64[:, self.dead.to(rows.device)][rows].mean(dim=0))
 
     def similarities(self, bridged: torch.Tensor) -> torch.Tensor:
-        """Cosine of each bridged target vector to every target vector of the pool."""
-        return translation_sims(bridged, self.pool)
+        """Cosine of each bridged target vector to every target vector of the index (the anchors, then ``extra``)."""
+        return translation_sims(bridged, self.index)
 
     def r_squared(self, bridged: torch.Tensor, queries: np.ndarray) -> tuple[float, float]:
         """R^2 of bridged target vectors against their partners: in the target's units and standard-scaled."""
@@ -192,13 +203,16 @@ class RouteResult:
     """One route's cross-validation: its ``score`` row, the per-item held-out scores of its chosen parameters
     (``items``: name -> array over every scored query, fold after fold; None when the route failed), the bridged
     queries of a translation route per fold (for the ensemble), how many fits warned of rank deficiency, and each
-    score's value on each fold (``per_fold``: name -> one value per scored fold, what ``score`` spreads)."""
+    score's value on each fold (``per_fold``: name -> one value per scored fold, what ``score`` spreads) and, when
+    the choice ranks among the anchors only (``Anchors.choose_on_anchors``), the same with each held-out anchor ranked
+    among the whole index (``index_per_fold``: what the pool test compares)."""
 
     score: RouteScore
     items: dict[str, np.ndarray] | None = None
     bridged: list[torch.Tensor] | None = None
     rank_deficient: int = 0
     per_fold: dict[str, list[float]] | None = None
+    index_per_fold: dict[str, list[float]] | None = None
 
     @property
     def reciprocal_ranks(self) -> np.ndarray | None:
@@ -290,8 +304,14 @@ def fold_scores(
     """One candidate's per-item scores on one fold (``output``: bridged queries in the target's units for a
     translation route, similarity rows against every target item for a relative route), and its fold's R^2."""
     queries = fold.queries
-    bridged, sims, r2, r2_scaled = spec.kind.fold_output(anchors, fold, output)
+    bridged, sims, r2, r2_scaled = spec.kind.fold_output(anchors, fold, output)  # against every item of the index
+    index_items = None
+    if anchors.pool is not anchors.index:  # the choice reads the anchors' columns; the estimate, the pool test all
+        index_items = item_scores(sims, queries, anchors.index)
+        sims = sims[:, : anchors.pool.size]
     items = item_scores(sims, queries, anchors.pool)
+    if index_items is not None:
+        items["hit_k"] = index_items["hit_k"]
     rows = torch.arange(len(queries), device=sims.device)
     items["cosine"] = sims[rows, torch.as_tensor(queries, device=sims.device)].double().cpu().numpy()
     others = anchors.others[k] if keep is None else anchors.others[k][keep]
@@ -299,7 +319,7 @@ def fold_scores(
     if anchors.criterion.with_head:
         items["agreement"] = spec.kind.agreement(spec, anchors, fold, params, bridged)
     bridged32 = None if bridged is None else bridged.to(torch.float32)
-    return {"items": items, "r2": r2, "r2_scaled": r2_scaled, "bridged": bridged32}
+    return {"items": items, "r2": r2, "r2_scaled": r2_scaled, "bridged": bridged32, "index_items": index_items}
 
 
 def pooled(folds: list[dict[str, Any]], score: str) -> float:
@@ -320,7 +340,10 @@ def route_result(
     score = summary(spec, folds, pool_size, params, per_fold)
     items = {name: np.concatenate([f["items"][name] for f in folds]) for name in folds[0]["items"]}
     bridged = [f["bridged"] for f in folds] if folds[0]["bridged"] is not None else None
-    return RouteResult(score, items, bridged, deficient, per_fold)
+    index = None
+    if folds[0].get("index_items") is not None:  # the same scores, each held-out anchor ranked among the index
+        index = fold_values([f | {"items": f["items"] | f["index_items"]} for f in folds])
+    return RouteResult(score, items, bridged, deficient, per_fold, index)
 
 
 def fold_values(folds: list[dict[str, Any]]) -> dict[str, list[float]]:
