@@ -83,7 +83,10 @@ class Realiser:
     def __init__(self, ctx):
         self.ctx = ctx
 
-    def __call__(self, bridge, head_name: str | None = None) -> dict[str, float]:
+    def __call__(self, bridge, head_name: str | None = None, pool=None) -> dict[str, float]:
+        """``pool``: the old model's vectors the fit was given as ``target_pool`` (other items): ``recall_pool`` then
+        searches the test items among the set's items *and* these, so that it is Recall@k among as many vectors as
+        the estimate's (``estimate.pool``), not among the set's own items only."""
         ctx = self.ctx
         tr, te = ctx.items.train, ctx.items.test
         query = np.asarray(bridge.transform(ctx.s[te]), dtype=np.float64)
@@ -94,8 +97,12 @@ class Realiser:
         estimate = bridge.estimate_
         if estimate is not None:
             k = int(estimate.metric.split("@")[1]) if "@" in estimate.metric else 10
-            closer = _closer_counts(query, index, everything[te])
-            out["recall_pool"] = pool_recall(closer, len(index), min(estimate.pool, len(index)), k)
+            searched = index
+            if pool is not None and estimate.pool > len(index):
+                extra = np.asarray(bridge.transform_target(pool) if relative else pool, dtype=np.float64)
+                searched = np.concatenate([index, extra])
+            closer = _closer_counts(query, searched, everything[te])
+            out["recall_pool"] = pool_recall(closer, len(searched), min(estimate.pool, len(searched)), k)
         if ctx.labels is not None:
             trained = heads(index[tr], ctx.labels[tr], 0) if relative else ctx.target_heads
             out.update({k: v for k, v in head_scores(trained, query, ctx.labels[te]).items() if k.endswith("_f1")})
@@ -141,7 +148,7 @@ def fit_record(ctx, anchors, seed, consumer, routes, realise, head_name=None, po
         "params": {k: v for k, v in chosen.params.items() if isinstance(v, (int, float, str))},
         "estimate": bridge.estimate_.to_dict(),
         "seconds": seconds,
-        "realised": realise(bridge, head_name),
+        "realised": realise(bridge, head_name, pool=pool),
         "table": [
             {
                 "route": r.route,
