@@ -92,6 +92,12 @@ class NewCollection:
     def count_present(self) -> int:
         raise NotImplementedError
 
+    def held(self, rows: int = 65536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Every id the collection holds with its new vector, ``rows`` at a time (``(ids, vectors)`` blocks, each id
+        once): what the cascade's own exact search reads (``_cascade``). Read without the lock: a row written
+        meanwhile may be missed (it is found by the next search), none is read half-written."""
+        raise NotImplementedError
+
     def log_path(self) -> Path:
         return self.path.with_name(self.path.name + ".cascade.json")
 
@@ -114,7 +120,7 @@ class NewCollection:
         self._usage.flush()
 
 
-USAGE = ("searches", "queries", "candidates", "reused", "embedded")
+USAGE = ("searches", "queries", "candidates", "reused", "embedded", "from_collection")
 #: Seconds between two writes of the usage log by one collection object.
 USAGE_EVERY = 1.0
 
@@ -245,6 +251,22 @@ class NpyCollection(NewCollection):
     def count_present(self) -> int:
         array = np.load(self.path, mmap_mode="r")
         return int(sum(np.isfinite(array[s : s + 65536]).all(axis=1).sum() for s in range(0, len(array), 65536)))
+
+    def held(self, rows: int = 65536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The finite rows, read ``rows`` at a time: the whole file is read (its NaN rows skipped)."""
+        array = np.load(self.path, mmap_mode="r")
+        ids_of = None
+        if self.rows is not None:  # each row's id, in the store's reading order
+            ids_of = np.empty(self.total, dtype=object)
+            for value, row in self.rows.items():
+                ids_of[row] = value
+            ids_of = np.asarray(ids_of.tolist())
+        for start in range(0, len(array), rows):
+            block = np.array(array[start : start + rows])
+            keep = np.isfinite(block).all(axis=1)
+            if keep.any():
+                positions = np.flatnonzero(keep) + start
+                yield (positions if ids_of is None else ids_of[positions]), block[keep]
 
 
 class FaissCollection(NewCollection):
@@ -449,6 +471,17 @@ class FaissCollection(NewCollection):
         ids, _ = self._parts_held()
         return len(held) + int((~np.isin(ids, held)).sum())
 
+    def held(self, rows: int = 65536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The index file's rows (views of the vectors read), then the part files' rows it does not hold."""
+        _, _, _, held, stored, _ = self._read_base()
+        for start in range(0, len(held), rows):
+            yield held[start : start + rows], np.asarray(stored[start : start + rows])
+        ids, vectors = self._parts_held()
+        keep = ~np.isin(ids, held)
+        ids, vectors = ids[keep], vectors[keep]
+        for start in range(0, len(ids), rows):
+            yield ids[start : start + rows], vectors[start : start + rows]
+
 
 class LanceCollection(NewCollection):
     kind = "lancedb"
@@ -514,6 +547,17 @@ class LanceCollection(NewCollection):
         table = self._table()
         return 0 if table is None else int(table.count_rows())
 
+    def held(self, rows: int = 65536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The table streamed in record batches of at most ``rows`` (one version of it: LanceDB reads a snapshot)."""
+        table = self._table()
+        if table is None:
+            return
+        for batch in table.search().select(["id", "vector"]).limit(None).to_batches(rows):
+            if not len(batch):
+                continue
+            flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
+            yield batch.column("id").to_numpy(), flat.astype(np.float32).reshape(len(batch), self.dimension)  # owned
+
 
 class QdrantCollection(NewCollection):
     """Qdrant's local mode lets one client open a folder at a time: each operation opens it under the lock."""
@@ -562,6 +606,21 @@ class QdrantCollection(NewCollection):
     def count_present(self) -> int:
         with self.locked(), self._client() as client:
             return int(client.count(self.name, exact=True).count)
+
+    def held(self, rows: int = 65536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Scrolled ``rows`` points at a time; the local mode opens the folder under the lock, so every page is read
+        before the first is given (a local folder is small: its client warns beyond 20,000 points)."""
+        pages = []
+        with self.locked(), self._client() as client:
+            offset = None
+            while True:
+                points, offset = client.scroll(self.name, limit=rows, offset=offset, with_vectors=True)
+                if points:
+                    ids = np.asarray([p.id for p in points])
+                    pages.append((ids, np.asarray([p.vector for p in points], dtype=np.float32)))
+                if offset is None:
+                    break
+        yield from pages
 
 
 CLASSES = {"npy": NpyCollection, "faiss": FaissCollection, "lancedb": LanceCollection, "qdrant": QdrantCollection}
