@@ -265,6 +265,15 @@ def combine(args) -> None:
         "",
     ]
     lines += [*_goal_lines(goals), ""]
+    sheader = ["pair", "budget", "depth", "protocol", "seeds", "before R@10 ratio", "before overlap@10"]
+    sheader += ["after R@10 ratio", "after overlap@10", "touched beyond the sample (share of the index)"]
+    sheader += ["after last 500: ratio", "overlap@10", "CPU s before / after", "rebasis cascade ratio / overlap"]
+    lines += ["## Mean over seeds", "", "| " + " | ".join(sheader) + " |", "|" + "---|" * len(sheader)]
+    lines += [
+        "| " + " | ".join(f"{c:.3f}" if isinstance(c, float) else str(c) for c in r) + " |"
+        for r in summary(runs, peers)
+    ]
+    lines += ["", "## Every run", ""]
     header = ["pair", "budget", "seed", "depth", "protocol", "before R@10 ratio", "before overlap@10"]
     header += ["after R@10 ratio", "after overlap@10", "after + touched (share)", "from collection only"]
     header += ["after last 500: ratio", "overlap@10", "touched at 500 -> 1,000", "rebasis cascade ratio / overlap"]
@@ -294,5 +303,42 @@ def _goal_lines(goals) -> list[str]:
             last = min(r["last_retention"] for r in rows)
             last_overlap = min(r["last_overlap"] for r in rows)
             words += f" (last 500: {last:.3f} / {last_overlap:.3f})"
+        pairs = sorted({r["pair"] for r in rows})
+        meeting = [
+            p.split(" (")[0]
+            for p in pairs
+            if all(r["retention"] >= GOAL_RETENTION and r["overlap"] >= GOAL_OVERLAP for r in rows if r["pair"] == p)
+        ]
+        words += f"; pairs meeting it at every seed: {', '.join(meeting) or 'none'}"
         lines.append(words + f": **{'MET' if met else 'MISS'}** ({len(rows)} runs)")
     return lines
+
+
+def summary(runs: dict, peers: dict) -> list[list]:
+    """Means over seeds per pair, budget, depth and protocol: before and after, the share touched, the last half
+    and the CPU seconds of the serving runs, and rebasis's cascade (committed peers run) where it ran."""
+    groups: dict[tuple, list] = {}
+    for key, after in runs["after"].items():
+        pair, budget, seed, depth, protocol = key
+        groups.setdefault((pair, budget, depth, protocol), []).append((after, runs["before"].get(key), seed))
+    out = []
+    for (pair, budget, depth, protocol), got in groups.items():
+        after = [a for a, _, _ in got]
+        before = [b for _, b, _ in got if b is not None]
+
+        def mean(rows, key):
+            return float(np.mean([r[key] for r in rows])) if rows and key in rows[0] else ""
+
+        touched = mean(after, "touched") / after[0]["n"]
+        row = [pair, f"{budget:.0%}", depth, protocol, len(got), mean(before, "retention"), mean(before, "overlap")]
+        row += [mean(after, "retention"), mean(after, "overlap"), f"{touched:.1%}"]
+        if protocol == "serving":
+            row += [mean(after, "last_retention"), mean(after, "last_overlap")]
+            row += [f"{mean(before, 'cpu_seconds'):.1f} / {mean(after, 'cpu_seconds'):.1f}"]
+        else:
+            row += ["", "", ""]
+        rebasis = [peers.get((pair, budget, seed, depth, "rebasis")) for _, _, seed in got]
+        ran = [r for r in rebasis if r is not None and "recall" in r]
+        row += [f"{mean(ran, 'retention'):.3f} / {mean(ran, 'overlap'):.3f} ({len(ran)} seeds)" if ran else "refused"]
+        out.append(row)
+    return out

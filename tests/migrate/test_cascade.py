@@ -302,3 +302,23 @@ def test_a_complete_collection_answers_the_new_models_exact_top_k_whatever_the_b
     np.testing.assert_array_equal(result.ids.astype(np.int64), ids[exact_search(queries, corpus.new, k, "cosine")])
     assert result.embedded == 0
     store.close()
+
+
+@pytest.mark.parametrize("metric", ["ip", "cosine", "l2"])
+def test_the_collections_search_over_stored_rows_ranks_as_the_exact_search(metric):
+    """The cascade searches the collection's rows as stored with their norms kept (no normalised copy): the same
+    top-k and scores as the exact search over the prepared rows."""
+    import torch
+
+    from latentstitch.migrate._retrieval import prepare, scored_top_k, top_k
+
+    rng = np.random.default_rng(3)
+    rows = (rng.normal(size=(300, 7)) * rng.uniform(0.1, 5.0, size=(300, 1))).astype(np.float32)
+    queries = rng.normal(size=(9, 7)).astype(np.float32)
+    stored = torch.as_tensor(rows)
+    values, positions = scored_top_k(
+        prepare(queries, metric), stored, torch.linalg.vector_norm(stored, dim=1), 12, metric
+    )
+    expected_values, expected = top_k(queries, rows, 12, metric)
+    np.testing.assert_array_equal(positions, expected)
+    np.testing.assert_allclose(values, expected_values, rtol=1e-5, atol=1e-5)

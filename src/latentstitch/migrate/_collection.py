@@ -57,6 +57,8 @@ class NewCollection:
     def __init__(self, path: Path, store: VectorStore, dimension: int, metric: str, option: str):
         self.path, self.store, self.dimension, self.metric, self.option = path, store, dimension, metric, option
         self.total = store.count
+        #: The row norms of ``blocks`` a cascade searched, by block key (kept while those blocks are there).
+        self.block_norms: dict[Any, Any] = {}
         self._usage = _PendingUsage(path, option)
         weakref.finalize(self, self._usage.flush_quietly)  # what it recorded is written, at the latest at exit
 
@@ -97,6 +99,12 @@ class NewCollection:
         once): what the cascade's own exact search reads (``_cascade``). Read without the lock: a row written
         meanwhile may be missed (it is found by the next search), none is read half-written."""
         raise NotImplementedError
+
+    def blocks(self, rows: int = 65536) -> Iterator[tuple[Any, np.ndarray, np.ndarray]]:
+        """``held``'s blocks, each with a key naming content that never changes (``None`` when it may): what a
+        search computes of a keyed block (its rows' norms) can be kept with the open collection."""
+        for ids, vectors in self.held(rows):
+            yield None, ids, vectors
 
     def log_path(self) -> Path:
         return self.path.with_name(self.path.name + ".cascade.json")
@@ -472,15 +480,23 @@ class FaissCollection(NewCollection):
         return len(held) + int((~np.isin(ids, held)).sum())
 
     def held(self, rows: int = 65536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """The index file's rows (views of the vectors read), then the part files' rows it does not hold."""
-        _, _, _, held, stored, _ = self._read_base()
+        for _, ids, vectors in self.blocks(rows):
+            yield ids, vectors
+
+    def blocks(self, rows: int = 65536) -> Iterator[tuple[Any, np.ndarray, np.ndarray]]:
+        """The index file's rows (views of the vectors read; keyed by the file's size, inode and time and the
+        block's start), then each part file's rows the file does not hold (keyed by the part's name, never reused,
+        and the file's key): a search that kept what it computed of a block reads only the parts written since."""
+        size, _, _, held, stored, _ = self._read_base()
         for start in range(0, len(held), rows):
-            yield held[start : start + rows], np.asarray(stored[start : start + rows])
-        ids, vectors = self._parts_held()
-        keep = ~np.isin(ids, held)
-        ids, vectors = ids[keep], vectors[keep]
-        for start in range(0, len(ids), rows):
-            yield ids[start : start + rows], vectors[start : start + rows]
+            yield (size, start), held[start : start + rows], stored[start : start + rows]
+        self._read_parts()
+        with self._lock_state:  # another thread may be reading parts in
+            parts = list(self._parts.items())
+        for name, (ids, vectors) in parts:
+            keep = ~np.isin(ids, held)  # a kill after a compaction's rename leaves rows held twice: counted once
+            for start in range(0, int(keep.sum()), rows):
+                yield (name, size, start), ids[keep][start : start + rows], vectors[keep][start : start + rows]
 
 
 class LanceCollection(NewCollection):
