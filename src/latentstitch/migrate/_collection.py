@@ -306,6 +306,7 @@ class FaissCollection(NewCollection):
         self._base: tuple | None = None  # (stat, owner, index, held ids, vectors, sort order of held)
         self._parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._part_rows: dict[int, np.ndarray] = {}  # id -> its vector, over the parts read
+        self._part_rows_kept: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (part, file key) -> rows not in it
         self._lock_state = threading.Lock()
         if path.exists():
             base = self._read_base()
@@ -494,9 +495,16 @@ class FaissCollection(NewCollection):
         with self._lock_state:  # another thread may be reading parts in
             parts = list(self._parts.items())
         for name, (ids, vectors) in parts:
-            keep = ~np.isin(ids, held)  # a kill after a compaction's rename leaves rows held twice: counted once
-            for start in range(0, int(keep.sum()), rows):
-                yield (name, size, start), ids[keep][start : start + rows], vectors[keep][start : start + rows]
+            key = (name, size)
+            kept = self._part_rows_kept.get(key)
+            if kept is None:  # a kill after a compaction's rename leaves rows held twice: counted once
+                keep = ~np.isin(ids, held)
+                kept = self._part_rows_kept[key] = (ids[keep], vectors[keep])
+            for start in range(0, len(kept[0]), rows):
+                yield (*key, start), kept[0][start : start + rows], kept[1][start : start + rows]
+        listed = {name for name, _ in parts}
+        for key in [key for key in self._part_rows_kept if key[0] not in listed or key[1] != size]:
+            self._part_rows_kept.pop(key, None)
 
 
 class LanceCollection(NewCollection):
