@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.migration_peers import DEPTHS, PAIRS, SEEDS, TOUCHED_QUERIES, cached, scores
+from benchmarks.migration_peers import DEPTHS, PAIRS, SEEDS, TOUCHED_QUERIES, cached, scores, shared_sample
 from latentstitch._core.provenance import provenance_line
 
 RUN_BY_DEFAULT = False
@@ -69,19 +69,18 @@ def _seeded(folder: Path, store, new_d: np.ndarray, sample: np.ndarray, name: st
     return collection
 
 
+def _search(migration, store, collection, queries, new_d, depth):
+    """``Migration.search`` (k=10), the candidates' new vectors read from the cached embeddings."""
+    vectors = lambda ids: new_d[np.asarray(ids, dtype=np.int64)]  # noqa: E731
+    return migration.search(queries, 10, store=store, new_store=collection, depth=depth, new_vectors=vectors)
+
+
 def initial(migration, store, folder, queries, new_d, sample, depth) -> dict:
     """Every query served with the sample alone in the collection (blocks of ``TOUCHED_QUERIES``)."""
     parts, touched, from_collection = [], None, 0
     for start in range(0, len(queries), TOUCHED_QUERIES):
         collection = _seeded(folder, store, new_d, sample, "initial.npy")
-        found = migration.search(
-            queries[start : start + TOUCHED_QUERIES],
-            10,
-            store=store,
-            new_store=collection,
-            depth=depth,
-            new_vectors=lambda ids: new_d[np.asarray(ids, dtype=np.int64)],
-        )
+        found = _search(migration, store, collection, queries[start : start + TOUCHED_QUERIES], new_d, depth)
         touched = found.embedded if touched is None else touched
         from_collection += getattr(found, "from_collection", 0)
         parts.append(np.asarray(found.ids, dtype=np.int64))
@@ -96,14 +95,7 @@ def serving(migration, store, folder, queries, new_d, sample, depth) -> dict:
         if start == len(queries) // 2:
             halfway = collection.count_present() - len(sample)
         began = time.process_time()
-        found = migration.search(
-            queries[start : start + BATCH],
-            10,
-            store=store,
-            new_store=collection,
-            depth=depth,
-            new_vectors=lambda ids: new_d[np.asarray(ids, dtype=np.int64)],
-        )
+        found = _search(migration, store, collection, queries[start : start + BATCH], new_d, depth)
         seconds += time.process_time() - began
         from_collection += getattr(found, "from_collection", 0)
         parts.append(np.asarray(found.ids, dtype=np.int64))
@@ -118,14 +110,11 @@ def serving(migration, store, folder, queries, new_d, sample, depth) -> dict:
 
 
 def one_run(name, old_d, new_q, new_d, budget, seed, label) -> list[dict]:
-    from latentstitch.migrate import fit_migration, open_store, plan_sample, refit_migration, search
+    from latentstitch.migrate import fit_migration, open_store, refit_migration, search
 
     n = len(old_d)
     ids = np.arange(n)
-    count = max(round(budget * n), 20)
-    plan = plan_sample(ids, old_d, count, strategy="kmeans", holdout=max(0.3, 10 / count), seed=seed)
-    sample = np.sort(plan.ids)
-    rest = np.setdiff1d(ids, sample)
+    plan, sample, rest = shared_sample(old_d, budget, seed)
     order = np.random.default_rng(SHUFFLE_SEED + seed).permutation(rest)[:SERVED]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -22,8 +22,8 @@ price of an exact (flat) search of the new index. Batch the queries: the collect
 collection's rows are read in place and their norms kept with the open collection (the file's rows and each part's
 never change), so a call reads only what it multiplies; an ``.npy`` collection (written in place) is read whole and
 its norms computed again on every call. Measured (``results/migration/cascade-union``): at 1M rows with 5%
-re-embedded (a FAISS collection of 50,000 rows and growing) one query a call, the cascade costs several times the
-IVF store's own search."""
+re-embedded (a FAISS collection of 50,000 rows and growing), one query a call, the cascade costs 22-49 ms of CPU a
+query, 7-10x the IVF store's own search (5-12 ms before the collection was searched)."""
 
 from __future__ import annotations
 
