@@ -209,16 +209,25 @@ def library_cascade(migration, folder: Path, queries, new_documents, sample, dep
     return np.concatenate(parts), touched
 
 
+def shared_sample(old_d, budget: float, seed: int):
+    """The re-embedded sample everyone gets: the library's k-means plan of ``budget`` of the index (at least 20, 30%
+    held out for the certificate); with its ids sorted and the rest (the documents whose queries are evaluated)."""
+    from latentstitch.migrate import plan_sample
+
+    ids = np.arange(len(old_d))
+    count = max(round(budget * len(old_d)), 20)
+    plan = plan_sample(ids, old_d, count, strategy="kmeans", holdout=max(0.3, 10 / count), seed=seed)
+    sample = np.sort(plan.ids)
+    return plan, sample, np.setdiff1d(ids, sample)
+
+
 def one_run(name, old_q, old_d, new_q, new_d, budget, seed, peers, threads) -> tuple[list[dict], list[dict]]:
     """One pair, budget and seed: every arrangement's row, and the library's decisions (``decision_records``)."""
-    from latentstitch.migrate import fit_migration, plan_sample, refit_migration, search
+    from latentstitch.migrate import fit_migration, refit_migration, search
 
     n = len(old_d)
     ids = np.arange(n)
-    count = max(round(budget * n), 20)
-    plan = plan_sample(ids, old_d, count, strategy="kmeans", holdout=max(0.3, 10 / count), seed=seed)
-    sample = np.sort(plan.ids)
-    rest = np.setdiff1d(ids, sample)
+    plan, sample, rest = shared_sample(old_d, budget, seed)
     reference_top = search(new_q[rest], new_d, 10, "cosine")
     base = {"set": name, "budget": budget, "seed": seed, "upfront": len(sample), "queries": len(rest)}
     rows = []

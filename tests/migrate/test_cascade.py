@@ -123,18 +123,24 @@ def test_write_back_is_idempotent_and_the_old_store_is_never_written(setup):
     assert again.written == again.embedded == 0 and again.reused == again.candidates
     assert len(setup.calls) == calls  # nothing computed twice
     assert collection.count_present() == first.candidates
-    np.testing.assert_array_equal(again.ids, first.ids)
     # what the collection holds is the new model's vector of each id
     ids = np.unique(setup.recalled(queries, 50))
     found, vectors = collection.lookup(ids)
     assert found.all()
     np.testing.assert_allclose(vectors, setup.new_vectors(ids), atol=1e-6)
+    # the second search also searched the collection itself (every document the first one recalled for any query):
+    # its answer is the new model's exact top 10 over those, never worse than the first's
+    where = np.searchsorted(setup.ids, ids) if setup.kind != "npy" else ids
+    within = ids[exact_search(queries, setup.corpus.new[where], 10, "cosine")]
+    np.testing.assert_array_equal(again.ids.astype(np.int64), within)
+    assert (again.scores >= first.scores - 1e-6).all()
     assert collection.usage() == {
         "searches": 2,
         "queries": 60,
         "candidates": 2 * len(ids),
         "reused": len(ids),
         "embedded": len(ids),
+        "from_collection": 0,  # the collection held only what the old store recalled for these queries
     }
     setup.store.close()
     assert fingerprint(setup.path) == before  # opened, searched twice, closed: not a byte of the old store changed
@@ -224,3 +230,95 @@ def test_missing_new_vectors_is_refused_by_name(corpus, fitted, tmp_path):
         )
     with pytest.raises(ValueError, match=r"^depth: expected at least k \(10\)"):
         fitted[1].search(corpus.queries_new[:2], 10, store=store, new_store=tmp_path / "new.npy", depth=5)
+
+
+def _store_of(param, ids_kind, old, tmp_path, fitted):
+    """An old store of the kind ``param`` holding ``old`` vectors, and the migration recorded on it."""
+    kind, name, build, new_name = param
+    ids = ids_kind(kind)
+    store = open_store(build(tmp_path / name, ids, old))
+    return store, copy.copy(fitted[1]).record_index(store), tmp_path / new_name, ids
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("param", STORES)
+def test_a_document_the_bridge_cannot_recall_is_found_in_the_new_collection(param, corpus, fitted, tmp_path):
+    queries = corpus.queries_new[:6]
+    truth = exact_search(queries, corpus.new, 5, "cosine")  # the new model's own top 5 (rows)
+    target = truth[0, 0]
+    old = corpus.old.copy()
+    # the old index puts the document where no bridged query of these looks: opposite to their mean direction
+    bridged = np.asarray(fitted[1].transform_queries(queries))
+    old[target] = -bridged.mean(axis=0) / np.linalg.norm(bridged.mean(axis=0))
+    store, migration, new_path, ids = _store_of(
+        param, lambda kind: np.arange(len(corpus.ids)) if kind == "npy" else corpus.ids, old, tmp_path, fitted
+    )
+    recalled = store.search(migration.transform_queries(queries), 40).astype(np.int64)
+    assert ids[target] not in recalled  # the old store's candidates cannot hold it
+    collection = open_collection(new_path, store, migration.new_dimension, "cosine")
+    collection.add_missing(ids[[target]], corpus.new[[target]])  # re-embedded up front (the plan's sample)
+    result = migration.search(
+        queries,
+        5,
+        store=store,
+        new_store=collection,
+        depth=40,
+        new_vectors=lambda wanted: corpus.new[np.searchsorted(ids, np.asarray(wanted).astype(np.int64))],
+    )
+    assert result.ids[0, 0] == ids[target]  # the new model's best answer, which the bridge alone loses
+    assert result.from_collection == 1
+    store.close()
+
+
+@pytest.mark.integration
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    kind=st.sampled_from([0, 1]),
+    noise=st.integers(0, 2**16),
+    depth=st.sampled_from([10, 50]),
+    k=st.sampled_from([1, 10]),
+)
+def test_a_complete_collection_answers_the_new_models_exact_top_k_whatever_the_bridge(
+    corpus, fitted, tmp_path_factory, kind, noise, depth, k
+):
+    """The cut-over: once the collection holds every id its own search is the new model's exact search, so the
+    answer does not depend on the old index or the bridge (here an old index of noise: the bridge recalls nothing
+    of use)."""
+    param = STORES[kind].values[0]
+    if kind:
+        pytest.importorskip("faiss")
+    old = np.random.default_rng(noise).normal(size=corpus.old.shape).astype(np.float32)
+    store, migration, new_path, ids = _store_of(
+        param,
+        lambda kind: np.arange(len(corpus.ids)) if kind == "npy" else corpus.ids,
+        old,
+        tmp_path_factory.mktemp("complete"),
+        fitted,
+    )
+    collection = open_collection(new_path, store, migration.new_dimension, "cosine")
+    collection.add_missing(ids, corpus.new)
+    queries = corpus.queries_new[noise % 500 : noise % 500 + 30]
+    result = migration.search(queries, k, store=store, new_store=collection, depth=depth)  # nothing to compute
+    np.testing.assert_array_equal(result.ids.astype(np.int64), ids[exact_search(queries, corpus.new, k, "cosine")])
+    assert result.embedded == 0
+    store.close()
+
+
+@pytest.mark.parametrize("metric", ["ip", "cosine", "l2"])
+def test_the_collections_search_over_stored_rows_ranks_as_the_exact_search(metric):
+    """The cascade searches the collection's rows as stored with their norms kept (no normalised copy): the same
+    top-k and scores as the exact search over the prepared rows."""
+    import torch
+
+    from latentstitch.migrate._retrieval import prepare, scored_top_k, top_k
+
+    rng = np.random.default_rng(3)
+    rows = (rng.normal(size=(300, 7)) * rng.uniform(0.1, 5.0, size=(300, 1))).astype(np.float32)
+    queries = rng.normal(size=(9, 7)).astype(np.float32)
+    stored = torch.as_tensor(rows)
+    values, positions = scored_top_k(
+        prepare(queries, metric), stored, torch.linalg.vector_norm(stored, dim=1), 12, metric
+    )
+    expected_values, expected = top_k(queries, rows, 12, metric)
+    np.testing.assert_array_equal(positions, expected)
+    np.testing.assert_allclose(values, expected_values, rtol=1e-5, atol=1e-5)

@@ -133,13 +133,14 @@ def test_an_open_collection_writes_its_usage_log_once_a_second_and_loses_no_coun
     monkeypatch.setattr(_collection, "write_text", lambda *a, **k: writes.append(a[0]) or real(*a, **k))
     collection = open_collection(tmp_path / "new.npy", store, WIDTH, "cosine")
     for _ in range(40):
-        collection.record(searches=1, queries=2, candidates=5, reused=3, embedded=2)
+        collection.record(searches=1, queries=2, candidates=5, reused=3, embedded=2, from_collection=1)
     assert len(writes) <= 2  # not one locked, synced write per search
     assert collection.usage()["searches"] == 40  # what is not written yet is counted
     del collection
     gc.collect()  # dropped: what it held is written
     reopened = open_collection(tmp_path / "new.npy", store, WIDTH, "cosine")
-    assert reopened.usage() == {"searches": 40, "queries": 80, "candidates": 200, "reused": 120, "embedded": 80}
+    counts = {"searches": 40, "queries": 80, "candidates": 200, "reused": 120, "embedded": 80, "from_collection": 40}
+    assert reopened.usage() == counts
 
 
 def _counting_open(monkeypatch) -> list[str]:

@@ -139,8 +139,10 @@ def search(args: argparse.Namespace, output: Path | None) -> int:
         compact=True,
     )
     print(
-        f"{len(queries)} queries, depth {args.depth}: {result.candidates} distinct candidates, {result.reused} already "
-        f"in NEW, {result.embedded} embedded ({result.written} written by this search){more}"
+        f"{len(queries)} queries, depth {args.depth}: {result.candidates} distinct candidates "
+        f"({result.from_collection} recalled only by NEW's own search), {result.reused} already in NEW, "
+        f"{result.embedded} embedded "
+        f"({result.written} written by this search){more}"
     )
     if output is not None:
         payload = {"migration": str(args.migration), "index": str(args.index), "new": str(args.new_collection)}
@@ -189,13 +191,22 @@ def status(args: argparse.Namespace, output: Path | None) -> int:
             reference=reference,
         )
         measure = "recall@10" if relevant is not None else "overlap@10"
-        rows = [[row["depth"], f"{row[measure]:.3f}", row["candidates"], f"{row['share']:.1%}"] for row in curve]
+        rows = [
+            [row["depth"], f"{row[measure]:.3f}", row["candidates"], row["from_collection"], f"{row['share']:.1%}"]
+            for row in curve
+        ]
         judged = "labelled queries" if relevant is not None else "the full re-embed's top 10"
         print_tables(
             [
                 table(
                     "cascade by depth",
-                    ["depth", measure.replace("recall", "Recall"), "candidates touched", "share of the index"],
+                    [
+                        "depth",
+                        measure.replace("recall", "Recall"),
+                        "candidates touched",
+                        "only from NEW's own search",
+                        "share of the index",
+                    ],
                     rows,
                     f"{len(queries)} queries, judged by {judged}; NEW not written",
                 )

@@ -57,6 +57,8 @@ class NewCollection:
     def __init__(self, path: Path, store: VectorStore, dimension: int, metric: str, option: str):
         self.path, self.store, self.dimension, self.metric, self.option = path, store, dimension, metric, option
         self.total = store.count
+        #: The row norms of ``blocks`` a cascade searched, by block key (kept while those blocks are there).
+        self.block_norms: dict[Any, Any] = {}
         self._usage = _PendingUsage(path, option)
         weakref.finalize(self, self._usage.flush_quietly)  # what it recorded is written, at the latest at exit
 
@@ -92,6 +94,18 @@ class NewCollection:
     def count_present(self) -> int:
         raise NotImplementedError
 
+    def held(self, rows: int = 65536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Every id the collection holds with its new vector, ``rows`` at a time (``(ids, vectors)`` blocks, each id
+        once): what the cascade's own exact search reads (``_cascade``). Read without the lock: a row written
+        meanwhile may be missed (it is found by the next search), none is read half-written."""
+        raise NotImplementedError
+
+    def blocks(self, rows: int = 65536) -> Iterator[tuple[Any, np.ndarray, np.ndarray]]:
+        """``held``'s blocks, each with a key naming content that never changes (``None`` when it may): what a
+        search computes of a keyed block (its rows' norms) can be kept with the open collection."""
+        for ids, vectors in self.held(rows):
+            yield None, ids, vectors
+
     def log_path(self) -> Path:
         return self.path.with_name(self.path.name + ".cascade.json")
 
@@ -114,7 +128,7 @@ class NewCollection:
         self._usage.flush()
 
 
-USAGE = ("searches", "queries", "candidates", "reused", "embedded")
+USAGE = ("searches", "queries", "candidates", "reused", "embedded", "from_collection")
 #: Seconds between two writes of the usage log by one collection object.
 USAGE_EVERY = 1.0
 
@@ -246,6 +260,22 @@ class NpyCollection(NewCollection):
         array = np.load(self.path, mmap_mode="r")
         return int(sum(np.isfinite(array[s : s + 65536]).all(axis=1).sum() for s in range(0, len(array), 65536)))
 
+    def held(self, rows: int = 65536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The finite rows, read ``rows`` at a time: the whole file is read (its NaN rows skipped)."""
+        array = np.load(self.path, mmap_mode="r")
+        ids_of = None
+        if self.rows is not None:  # each row's id, in the store's reading order
+            ids_of = np.empty(self.total, dtype=object)
+            for value, row in self.rows.items():
+                ids_of[row] = value
+            ids_of = np.asarray(ids_of.tolist())
+        for start in range(0, len(array), rows):
+            block = np.array(array[start : start + rows])
+            keep = np.isfinite(block).all(axis=1)
+            if keep.any():
+                positions = np.flatnonzero(keep) + start
+                yield (positions if ids_of is None else ids_of[positions]), block[keep]
+
 
 class FaissCollection(NewCollection):
     """A flat FAISS index inside an ``IndexIDMap2`` (``NAME.index``), and the rows written since it was last
@@ -276,6 +306,7 @@ class FaissCollection(NewCollection):
         self._base: tuple | None = None  # (stat, owner, index, held ids, vectors, sort order of held)
         self._parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._part_rows: dict[int, np.ndarray] = {}  # id -> its vector, over the parts read
+        self._part_rows_kept: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (part, file key) -> rows not in it
         self._lock_state = threading.Lock()
         if path.exists():
             base = self._read_base()
@@ -449,6 +480,32 @@ class FaissCollection(NewCollection):
         ids, _ = self._parts_held()
         return len(held) + int((~np.isin(ids, held)).sum())
 
+    def held(self, rows: int = 65536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for _, ids, vectors in self.blocks(rows):
+            yield ids, vectors
+
+    def blocks(self, rows: int = 65536) -> Iterator[tuple[Any, np.ndarray, np.ndarray]]:
+        """The index file's rows (views of the vectors read; keyed by the file's size, inode and time and the
+        block's start), then each part file's rows the file does not hold (keyed by the part's name, never reused,
+        and the file's key): a search that kept what it computed of a block reads only the parts written since."""
+        size, _, _, held, stored, _ = self._read_base()
+        for start in range(0, len(held), rows):
+            yield (size, start), held[start : start + rows], stored[start : start + rows]
+        self._read_parts()
+        with self._lock_state:  # another thread may be reading parts in
+            parts = list(self._parts.items())
+        for name, (ids, vectors) in parts:
+            key = (name, size)
+            kept = self._part_rows_kept.get(key)
+            if kept is None:  # a kill after a compaction's rename leaves rows held twice: counted once
+                keep = ~np.isin(ids, held)
+                kept = self._part_rows_kept[key] = (ids[keep], vectors[keep])
+            for start in range(0, len(kept[0]), rows):
+                yield (*key, start), kept[0][start : start + rows], kept[1][start : start + rows]
+        listed = {name for name, _ in parts}
+        for key in [key for key in self._part_rows_kept if key[0] not in listed or key[1] != size]:
+            self._part_rows_kept.pop(key, None)
+
 
 class LanceCollection(NewCollection):
     kind = "lancedb"
@@ -514,6 +571,17 @@ class LanceCollection(NewCollection):
         table = self._table()
         return 0 if table is None else int(table.count_rows())
 
+    def held(self, rows: int = 65536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """The table streamed in record batches of at most ``rows`` (one version of it: LanceDB reads a snapshot)."""
+        table = self._table()
+        if table is None:
+            return
+        for batch in table.search().select(["id", "vector"]).limit(None).to_batches(rows):
+            if not len(batch):
+                continue
+            flat = batch.column("vector").flatten().to_numpy(zero_copy_only=False)
+            yield batch.column("id").to_numpy(), flat.astype(np.float32).reshape(len(batch), self.dimension)  # owned
+
 
 class QdrantCollection(NewCollection):
     """Qdrant's local mode lets one client open a folder at a time: each operation opens it under the lock."""
@@ -562,6 +630,21 @@ class QdrantCollection(NewCollection):
     def count_present(self) -> int:
         with self.locked(), self._client() as client:
             return int(client.count(self.name, exact=True).count)
+
+    def held(self, rows: int = 65536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Scrolled ``rows`` points at a time; the local mode opens the folder under the lock, so every page is read
+        before the first is given (a local folder is small: its client warns beyond 20,000 points)."""
+        pages = []
+        with self.locked(), self._client() as client:
+            offset = None
+            while True:
+                points, offset = client.scroll(self.name, limit=rows, offset=offset, with_vectors=True)
+                if points:
+                    ids = np.asarray([p.id for p in points])
+                    pages.append((ids, np.asarray([p.vector for p in points], dtype=np.float32)))
+                if offset is None:
+                    break
+        yield from pages
 
 
 CLASSES = {"npy": NpyCollection, "faiss": FaissCollection, "lancedb": LanceCollection, "qdrant": QdrantCollection}

@@ -69,6 +69,27 @@ def top_k(queries, index, k: int, metric: str) -> tuple[np.ndarray, np.ndarray]:
     return values, out
 
 
+def scored_top_k(
+    queries: torch.Tensor, index: torch.Tensor, norms: torch.Tensor, k: int, metric: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """``top_k`` over index rows as stored, with their Euclidean ``norms`` given (kept by a caller that searches the
+    same rows again): ``queries`` already ``prepare``d; cosine divides each row's inner product by its norm (as
+    ``prepare`` normalises: ``max(norm, 1e-12)``), l2 ranks by ``2 q.d - |d|^2``. The rows are never copied."""
+    k = min(k, index.shape[0])
+    out = np.empty((queries.shape[0], k), dtype=np.int64)
+    values = np.empty((queries.shape[0], k), dtype=np.float32)
+    with torch.no_grad():
+        for start, stop in row_blocks(queries.shape[0], index.shape[0]):
+            scores = queries[start:stop] @ index.T
+            if metric == "cosine":
+                scores = scores / norms.clamp_min(1e-12)[None, :]
+            elif metric == "l2":
+                scores = 2 * scores - (norms * norms)[None, :]
+            best = torch.topk(scores, k, dim=1)
+            out[start:stop], values[start:stop] = best.indices.numpy(), best.values.numpy()
+    return values, out
+
+
 def ranks(top: np.ndarray, relevant: np.ndarray) -> np.ndarray:
     """1-based rank of each query's relevant position in its top list; ``inf`` where it is not in the list."""
     hits = top == np.asarray(relevant)[:, None]
