@@ -267,6 +267,18 @@ def test_a_document_the_bridge_cannot_recall_is_found_in_the_new_collection(para
     )
     assert result.ids[0, 0] == ids[target]  # the new model's best answer, which the bridge alone loses
     assert result.from_collection == 1
+    alone = migration.search(
+        queries,
+        5,
+        store=store,
+        new_store=collection,
+        depth=40,
+        new_vectors=lambda wanted: corpus.new[np.searchsorted(ids, np.asarray(wanted).astype(np.int64))],
+        collection_search=False,  # the old store's answers alone: the cheaper search loses it again
+    )
+    assert ids[target] not in alone.ids and alone.from_collection == 0
+    with pytest.raises(TypeError, match="collection_search: expected True or False"):
+        migration.search(queries, 5, store=store, new_store=collection, collection_search="no")
     store.close()
 
 

@@ -54,6 +54,10 @@ def test_search_answers_as_the_library_fills_new_once_and_says_when_to_cut_over(
     assert main(["migrate", "status", str(w / "migration.json"), str(w / "old.index"), str(w / "new.index")]) == 0
     out = capsys.readouterr().out
     assert f"{results['candidates']} of 600 ids" in out and "50.0% of the candidates looked up" in out
+    assert _search(w, "-k", "5", "--depth", "40", "--old-store-only", "-o", str(w / "alone.json")) == 0
+    alone = json.loads((w / "alone.json").read_text())
+    assert alone["from_collection"] == 0 and alone["candidates"] <= results["candidates"]
+    capsys.readouterr()
     assert _search(w, "--depth", "600") == 0  # every id recalled: NEW is whole
     assert "the new collection is complete: point your application at it" in capsys.readouterr().out
     assert fingerprint(w / "old.index") == before

@@ -122,7 +122,13 @@ def search(args: argparse.Namespace, output: Path | None) -> int:
     migration, store, collection = _opened(args)
     queries = _query_vectors(args, args.queries, "QUERIES")
     result = migration.search(
-        queries, args.k, store=store, new_store=collection, depth=args.depth, new_vectors=_new_vectors(args)
+        queries,
+        args.k,
+        store=store,
+        new_store=collection,
+        depth=args.depth,
+        new_vectors=_new_vectors(args),
+        collection_search=not args.old_store_only,
     )
     shown = min(len(queries), 5)
     rows = [[n, " ".join(map(str, result.ids[n].tolist())), f"{result.scores[n, 0]:.4f}"] for n in range(shown)]

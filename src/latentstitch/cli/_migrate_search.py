@@ -67,6 +67,12 @@ def add_arguments(actions, sub, index_options, add_run_options) -> None:
     search.add_argument("--query-column", default="text", metavar="NAME", help="QUERIES' text column (default text)")
     search.add_argument("-k", type=positive_int, default=10, help="results per query (default 10)")
     search.add_argument("--depth", type=positive_int, default=100, help="candidates recalled per query (default 100)")
+    search.add_argument(
+        "--old-store-only",
+        action="store_true",
+        help="recall candidates from the old store alone, not also by an exact search of NEW (cheaper per query once "
+        "NEW is large; it finds fewer of the new model's answers)",
+    )
     search.add_argument("-o", "--output", type=Path, default=None, help="write the results (.json)")
     _documents_options(search)
     add_run_options(search)

@@ -203,11 +203,14 @@ def cascade_search(
     new_vectors: Callable[[np.ndarray], Any] | None = None,
     device: str | None = None,
     write: bool = True,
+    collection_search: bool = True,
 ) -> CascadeResult:
     """``Migration.search``: see the module's docstring (the candidates: the old store's ``depth`` answers to the
     bridged query and the new collection's own ``depth`` answers to the new query, each id once). ``write=False`` (a
     measurement: ``depth_curve``) computes the missing candidates' vectors without writing them or counting the
-    search in the collection's usage."""
+    search in the collection's usage. ``collection_search=False``: the old store's answers alone (the collection is
+    then only read for the candidates' vectors: an exact search of a large collection costs more per query than the
+    old store's own search, results/migration/cascade-union)."""
     k = check_positive_int(k, "k")
     depth = check_positive_int(depth, "depth")
     if k > depth:
@@ -218,7 +221,10 @@ def cascade_search(
     queries = as_float_tensor(new_queries, "new_queries", ndim=2, min_rows=1)
     old_queries = migration.transform_queries(queries, device=device)
     recalled = _candidates(opened, old_queries, min(depth, opened.count))
-    own = _collection_candidates(collection, queries, depth, migration.metric)
+    if not isinstance(collection_search, bool):
+        raise TypeError(f"collection_search: expected True or False, got {collection_search!r}")
+    empty = (np.empty((len(queries), 0), dtype=recalled[0].dtype), np.empty((len(queries), 0), dtype=bool))
+    own = _collection_candidates(collection, queries, depth, migration.metric) if collection_search else empty
     ids, mask, unique, inverse, from_collection = _union(recalled, own)
     found, vectors = collection.lookup(unique)
     missing = unique[~found]

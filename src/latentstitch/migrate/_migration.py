@@ -291,16 +291,26 @@ class Migration:
         depth: int = 100,
         new_vectors: Any = None,
         device: str | None = None,
+        collection_search: bool = True,
     ) -> Any:
-        """Cascade search (``migrate._cascade``): the query-side bridge recalls ``depth`` candidates per new-model
-        query from the old ``store`` (its own search), their new vectors come from ``new_store`` (the new
-        collection: a path, or a ``NewCollection`` from ``open_collection``, which a server keeps open across
-        searches) or from ``new_vectors(ids)``, which are then written there, and the new model ranks them. Returns
-        a ``CascadeResult`` (``ids``, ``scores`` (n, k), and what was reused and embedded)."""
+        """Cascade search (``migrate._cascade``): the query-side bridge recalls ``depth`` candidates per new-model query
+        from the old ``store`` (its own search), and the new collection its own ``depth`` (an exact search of what it
+        holds; ``collection_search=False``: the old store's alone, cheaper on a large collection), their new vectors
+        come from ``new_store`` (the new collection: a path, or a ``NewCollection`` from ``open_collection``, which a
+        server keeps open across searches) or from ``new_vectors(ids)``, which are then written there, and the new
+        model ranks them. Returns a ``CascadeResult`` (``ids``, ``scores`` (n, k), and what was reused and embedded)."""
         from latentstitch.migrate._cascade import cascade_search
 
         return cascade_search(
-            self, new_queries, k, store=store, new_store=new_store, depth=depth, new_vectors=new_vectors, device=device
+            self,
+            new_queries,
+            k,
+            store=store,
+            new_store=new_store,
+            depth=depth,
+            new_vectors=new_vectors,
+            device=device,
+            collection_search=collection_search,
         )
 
     def bridge_sha256(self, path: str | os.PathLike) -> dict[str, str]:
