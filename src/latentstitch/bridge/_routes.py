@@ -40,6 +40,7 @@ from latentstitch.alignment import (
     GeneralizedProcrustes,
     InverseRelativeProjection,
     PoolProcrustes,
+    PoolRidge,
     SelfLearning,
     UnpairedAlignment,
 )
@@ -486,5 +487,13 @@ register_route(
     description="the pairs grown over the pools by bootstrapped anchors (relative vectors matched by optimal "
     "transport, Cannistraci et al. 2023), then Procrustes on the pairs and the confident grown pairs",
     auto=True,
+    pools=True,
+)
+register_route(
+    "ridge_pools",
+    PoolRidge,
+    description="ridge (affine) map on the pairs and the pseudo-pairs of procrustes_pools's matching of the two "
+    "pools, the pairs weighted to carry half the weight, the ridge of least leave-one-out error of the pairs: can "
+    "rescale features, which an orthogonal map cannot",
     pools=True,
 )
