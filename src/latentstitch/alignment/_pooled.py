@@ -579,7 +579,9 @@ class PoolRidge(PoolAlignment):
         trace = float(_weighted_trace(a, weights))
         alphas = ridges * trace / a.shape[1]
         errors = ridge_loo_errors(a, b, alphas, weights=weights, scored=scored, column_scale=spread)
-        best = int(np.flatnonzero(errors == errors.min()).max())  # the larger of equal ones: the stabler fit
+        # the larger of equal ones: the stabler fit (a ridge of 0 that leaves a pair all its own weight scores inf)
+        finite = np.where(np.isfinite(errors), errors, np.inf)
+        best = int(np.flatnonzero(finite == finite.min()).max())
         coef, intercept = weighted_ridge(a, b, float(alphas[best]), weights)
         self._finish_affine(coef, intercept, source, exponents)
         self.ridge_ = float(ridges[best])
