@@ -22,6 +22,9 @@ Methods: ``paired_pick`` = ``Bridge(consumer="scaled_head")`` on the anchors alo
 route's estimator fitted directly, with the pools where it takes them; ``ridge_pools_pairs``: ``PoolRidge`` without
 pools (its ridge on the anchors alone).
 
+``--in-bridge``: also ``bridge_<route>`` for each pool route, ``Bridge(consumer="scaled_head", routes=[route])``
+fitted with both pools (the route as a ``Bridge`` serves it: dead target features held at their value).
+
 ``--timing``: CPU seconds (one thread) of ``PoolProcrustes`` and ``PoolRidge`` fits at 100 anchors + 10,000-row
 pools of 384-d Gaussian rows (target = source times a random non-orthogonal matrix, plus noise).
 
@@ -50,6 +53,12 @@ RUN_BY_DEFAULT = False
 def add_arguments(parser) -> None:
     parser.add_argument("--out", default="latentstitch-results/pool-ridge-dev", help="output folder")
     parser.add_argument("--timing", action="store_true", help="also time the fits at 100 anchors + 10k pools")
+    parser.add_argument(
+        "--in-bridge",
+        action="store_true",
+        help="also fit each pool route alone inside a Bridge (bridge_<route>: the way a Bridge serves it, dead target "
+        "features held)",
+    )
 
 
 def _heads(x: np.ndarray, y: np.ndarray) -> dict:
@@ -86,7 +95,7 @@ def split(seed: int, n: int) -> dict[str, np.ndarray]:
     return {"test": test, "anchors": anchors, "source_pool": source_pool, "target_pool": target_pool}
 
 
-def one_run(vectors: dict, labels: np.ndarray, source: str, target: str, seed: int) -> dict:
+def one_run(vectors: dict, labels: np.ndarray, source: str, target: str, seed: int, in_bridge: bool = False) -> dict:
     from latentstitch.bridge import ROUTES, Bridge
 
     rows = split(seed, len(labels))
@@ -110,6 +119,13 @@ def one_run(vectors: dict, labels: np.ndarray, source: str, target: str, seed: i
             ),
             *((route, lambda route=route: _fit_route(ROUTES[route], pairs, pools)) for route in ROUTE_NAMES),
             ("ridge_pools_pairs", lambda: ROUTES["ridge_pools"].build().fit(*pairs)),
+            *(
+                (
+                    f"bridge_{route}",
+                    lambda route=route: Bridge(consumer="scaled_head", seed=seed, routes=[route]).fit(*pairs, **pools),
+                )
+                for route in (ROUTE_NAMES[1:] if in_bridge else ())
+            ),
         ):
             started = time.process_time()
             fitted[name] = make()
@@ -118,7 +134,7 @@ def one_run(vectors: dict, labels: np.ndarray, source: str, target: str, seed: i
     for name, model in fitted.items():
         bridged = np.asarray(model.transform(s[rows["test"]]), dtype=np.float64)
         record = {"cpu_seconds": round(seconds[name], 2)}
-        if name.endswith("_pick"):
+        if name.endswith("_pick") or name.startswith("bridge_"):
             record["route"] = model.route_
         if getattr(model, "family_", "translation") == "translation":
             f1 = _f1(target_heads, bridged, test_y)
@@ -203,7 +219,7 @@ def run(args) -> None:
         vectors = {e: np.load(CACHE / f"bbc-{e}-{kind}.npy").astype(np.float32) for e in ENCODERS}
         for source, target in (ENCODERS, ENCODERS[::-1]):
             for seed in SEEDS:
-                record = one_run(vectors, labels, source, target, seed) | {"set": kind}
+                record = one_run(vectors, labels, source, target, seed, args.in_bridge) | {"set": kind}
                 runs.append(record)
                 print(
                     kind, source, "->", target, seed, {k: round(v["lr_ratio"], 3) for k, v in record["methods"].items()}
@@ -211,6 +227,7 @@ def run(args) -> None:
                 (out / "runs.json").write_text(json.dumps(runs, indent=1))
     timed = timing() if args.timing else None
     command = f"python -m benchmarks pool_ridge_dev --out {args.out}" + (" --timing" if args.timing else "")
+    command += " --in-bridge" if args.in_bridge else ""
     lines = [
         "# ridge_pools on development data (issue 39)",
         "",
