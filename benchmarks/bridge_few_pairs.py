@@ -475,10 +475,11 @@ def goal_lines(rows: list[dict], speed: dict | None = None) -> list[str]:
     said = ""
     if bad and None not in kinds:
         kept = [d for d, k in zip(diffs, kinds, strict=True) if k]
+        better = sum(d > TOLERANCE for d in kept)
         said = (
-            f" ({sum(bad)} with a semi-supervised route kept, {len(bad) - sum(bad)} with a route without pools, "
-            "whose pick the target pool's place in the held-out scoring moved; semi-supervised routes kept in "
-            f"{len(kept)} of {len(diffs)}, worst {min(kept, default=float('nan')):+.3f})"
+            f" ({sum(bad)} with a semi-supervised route kept, {len(bad) - sum(bad)} with a route without pools "
+            f"(a pick the pools moved); semi-supervised routes kept in {len(kept)} of {len(diffs)}: better than "
+            f"paired-only by more than {TOLERANCE} in {better}, worst {min(kept, default=float('nan')):+.3f})"
         )
     lines.append(
         f"- {verdict}: never worse than the paired-only pick by more than {TOLERANCE} (every run, consumer and "

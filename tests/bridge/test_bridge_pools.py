@@ -452,3 +452,12 @@ def test_with_both_pools_the_routes_without_pools_are_chosen_as_without_pools(mo
         assert chosen[row.route].score(pooled.selection_score_) == pytest.approx(row.score(alone.selection_score_))
     assert alone.estimate_.pool == 25 and pooled.estimate_.pool == 25 + 1000
     assert any("ranked each held-out anchor among the anchors only" in note for note in pooled.notes_)
+
+
+def test_both_pools_without_a_semi_supervised_route_fit_as_the_target_pool_alone():
+    # routes named without any pool route: source_pool has nothing to feed, so it must change nothing
+    source, target, source_pool, target_pool, _, _ = pooled_pairs(1, pairs=25, pool=1000, noise=0.5)
+    alone = _fit(source, target, target_pool=target_pool, routes=PAIRED)
+    both = _fit(source, target, source_pool=source_pool, target_pool=target_pool, routes=PAIRED)
+    assert both.route_ == alone.route_ and both.estimate_.to_dict() == alone.estimate_.to_dict()
+    assert [r.to_dict() | {"seconds": 0} for r in both.routes_] == [r.to_dict() | {"seconds": 0} for r in alone.routes_]

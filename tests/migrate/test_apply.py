@@ -235,3 +235,18 @@ def test_apply_warns_when_the_store_ranks_by_another_metric_than_the_migration(s
         warnings.simplefilter("error")  # the same metric: not a word
         apply_migration(migration, path, open_store(tmp_path / "old.npy", metric="cosine"), tmp_path / "cos.npy")
     np.testing.assert_array_equal(np.load(tmp_path / "l2.npy"), np.load(tmp_path / "cos.npy"))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("lancedb") is None, reason="lancedb is not installed")
+@pytest.mark.filterwarnings("error:The given NumPy array is not writable")
+def test_apply_reads_a_lancedb_index_without_torch_s_read_only_warning(saved, corpus, tmp_path):
+    # LanceDB hands out read-only Arrow buffers; torch warned on each (a user saw "NumPy array is not writable")
+    from tests.migrate.test_stores import build_lancedb
+
+    _, migration, path = saved
+    build_lancedb(tmp_path / "old_lance", np.arange(len(corpus.old)), corpus.old)
+    store = open_store(tmp_path / "old_lance", metric="cosine")
+    apply_migration(migration, path, store, tmp_path / "new.parquet", chunk_rows=128, kind="file")
+    ids, written = open_store(tmp_path / "new.parquet").read()
+    order = np.argsort(ids)
+    np.testing.assert_allclose(written[order], migration.transform_corpus(corpus.old), atol=1e-6)

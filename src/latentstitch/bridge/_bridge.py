@@ -314,7 +314,8 @@ class Bridge(Persistable, BaseEstimator):
                 f"routes: {names} blends other routes' cross-validated predictions and has nothing to blend alone; "
                 f"give it with the routes it may blend, e.g. routes=['ridge', 'procrustes', '{specs[0].name}']"
             )
-        anchors = self._anchors(source, target, head, source_ids, target_ids, target_pool, source_pool)
+        pooled = any(spec.pools for spec in specs)  # without a semi-supervised route, source_pool is not used
+        anchors = self._anchors(source, target, head, source_ids, target_ids, target_pool, source_pool, pooled)
         self._quiet_notes += pool_notes(specs, anchors, source_pool is not None, target_pool is not None)
         results, budget, unconverged = self._cross_validate(specs, anchors, progress)
         choice = self._choose(results, anchors)
@@ -328,7 +329,9 @@ class Bridge(Persistable, BaseEstimator):
         self.estimator_ = _fit_quietly(spec, anchors.source, anchors.target, row.params, anchors.pools)
         return self
 
-    def _anchors(self, source, target, head, source_ids, target_ids, target_pool=None, source_pool=None) -> Anchors:
+    def _anchors(
+        self, source, target, head, source_ids, target_ids, target_pool=None, source_pool=None, pooled=True
+    ) -> Anchors:
         """The checked anchor pairs (target rows matched to the source's by id when ids are given) and their folds."""
         if (source_ids is None) != (target_ids is None):
             raise ValueError("source_ids, target_ids: give both to match rows by id, or neither to pair them by order")
@@ -357,6 +360,7 @@ class Bridge(Persistable, BaseEstimator):
         extra = None if pool is None else rescale(pool, self.target_scale_)
         unpaired = None if unpaired is None else rescale(unpaired, self.source_scale_)
         score = CONSUMER_SCORES[self.consumer]
+        unpaired = unpaired if pooled else None  # checked above all the same (a bad file is named)
         anchors = Anchors(source, target, parts, self.seed, head, reference, score, extra=extra, source_pool=unpaired)
         if anchors.scored < len(parts):
             scored = sum(map(len, anchors.queries))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from latentstitch._core.arrays import tensor_view
 from latentstitch._core.knn import row_blocks
 from latentstitch._core.numerics import percentile_bootstrap_mean
 
@@ -29,7 +30,8 @@ def check_metric(metric: str, name: str = "metric") -> str:
 
 def prepare(vectors: np.ndarray | torch.Tensor, metric: str) -> torch.Tensor:
     """Float32 tensor of the vectors as the metric reads them: unit rows for cosine, unchanged otherwise."""
-    tensor = torch.as_tensor(np.ascontiguousarray(vectors) if isinstance(vectors, np.ndarray) else vectors)
+    # a store's rows are often read-only (LanceDB's Arrow buffers, a memory-mapped file): viewed, never written
+    tensor = tensor_view(np.ascontiguousarray(vectors)) if isinstance(vectors, np.ndarray) else torch.as_tensor(vectors)
     tensor = tensor.to(torch.float32)
     if metric == "cosine":
         tensor = torch.nn.functional.normalize(tensor, dim=1)
