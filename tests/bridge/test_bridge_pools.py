@@ -461,3 +461,21 @@ def test_both_pools_without_a_semi_supervised_route_fit_as_the_target_pool_alone
     both = _fit(source, target, source_pool=source_pool, target_pool=target_pool, routes=PAIRED)
     assert both.route_ == alone.route_ and both.estimate_.to_dict() == alone.estimate_.to_dict()
     assert [r.to_dict() | {"seconds": 0} for r in both.routes_] == [r.to_dict() | {"seconds": 0} for r in alone.routes_]
+
+
+def test_ridge_pools_reads_the_matching_procrustes_pools_made_and_gets_the_same_map(monkeypatch):
+    import latentstitch.alignment._pooled as pooled
+
+    source, target, source_pool, target_pool, test, _ = pooled_pairs(2, pool=1200)
+    pooled._MATCHINGS.clear()
+    alone = PoolRidge().fit(source, target, source_pool, target_pool)  # computes its matching
+    calls = []
+    real = pooled.PoolProcrustes._refine_now
+    monkeypatch.setattr(pooled.PoolProcrustes, "_refine_now", lambda *a: calls.append(1) or real(*a))
+    PoolProcrustes().fit(source, target, source_pool, target_pool)
+    again = PoolRidge().fit(source, target, source_pool, target_pool)
+    assert not calls  # both read the matching made once
+    np.testing.assert_array_equal(np.asarray(again.transform(test)), np.asarray(alone.transform(test)))
+    assert (again.n_pseudo_pairs_, again.n_iter_) == (alone.n_pseudo_pairs_, alone.n_iter_) and again.n_iter_ > 0
+    PoolRidge().fit(source, target[::-1].copy(), source_pool, target_pool)  # other pairs: matched anew
+    assert calls

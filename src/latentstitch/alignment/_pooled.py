@@ -29,9 +29,12 @@ transport plan, O(subsample x target_subsample) float64 (8 MiB with its defaults
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sys
+import threading
 import warnings
+from collections import OrderedDict
 from typing import Any, ClassVar
 
 import numpy as np
@@ -261,7 +264,30 @@ class PoolProcrustes(PoolAlignment):
         self, x: torch.Tensor, y: torch.Tensor, px: torch.Tensor, py: torch.Tensor, rotation: torch.Tensor
     ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """Steps 2-3 on centred pairs (x, y) and pools (px, py) from ``rotation``: the last rotation and the last
-        matching (rows of px, rows of py); sets ``n_pseudo_pairs_`` and ``n_iter_``."""
+        matching (rows of px, rows of py); sets ``n_pseudo_pairs_`` and ``n_iter_``. The same inputs give the same
+        result, remembered (``_MATCHINGS``): ``ridge_pools`` refines exactly as ``procrustes_pools`` on each fold."""
+        key = _matching_key((x, y, px, py, rotation), (self.max_iter, self.tol))
+        with _MATCHINGS_LOCK:
+            known = None if key is None else _MATCHINGS.get(key)
+            if known is not None:
+                _MATCHINGS.move_to_end(key)
+        if known is not None:
+            rotation, (i, j), pseudo, rounds = known
+            self.n_pseudo_pairs_, self.n_iter_ = pseudo, self.n_iter_ + rounds
+            return rotation.clone(), (i.clone(), j.clone())
+        start = self.n_iter_
+        rotation, (i, j) = self._refine_now(x, y, px, py, rotation)
+        if key is not None:
+            kept = (rotation.clone(), (i.clone(), j.clone()), self.n_pseudo_pairs_, self.n_iter_ - start)
+            with _MATCHINGS_LOCK:
+                _MATCHINGS[key] = kept
+                while len(_MATCHINGS) > MATCHINGS_KEPT:
+                    _MATCHINGS.popitem(last=False)
+        return rotation, (i, j)
+
+    def _refine_now(
+        self, x: torch.Tensor, y: torch.Tensor, px: torch.Tensor, py: torch.Tensor, rotation: torch.Tensor
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         unit_x, unit_y = _matching_rows(px), _matching_rows(py)
         previous: set[tuple[int, int]] | None = None
         i = j = torch.zeros(0, dtype=torch.int64, device=px.device)
@@ -274,6 +300,27 @@ class PoolProcrustes(PoolAlignment):
             rotation = weighted_rotation(x, y, px[i], py[j])
             self.n_pseudo_pairs_, self.n_iter_ = len(pairs), self.n_iter_ + 1
         return rotation, (i, j)
+
+
+#: The last ``MATCHINGS_KEPT`` pool matchings (``PoolProcrustes._refine``), keyed by the bytes of their inputs and
+#: their parameters: a ``Bridge`` fits ``procrustes_pools`` and ``ridge_pools`` on the same folds, and the second
+#: reads each fold's matching instead of repeating it (about 0.65 s CPU a fold at 100 anchors + 10k pools). Only
+#: the rotation and the matched row numbers are kept (a few MiB at most).
+_MATCHINGS: OrderedDict[bytes, tuple] = OrderedDict()
+_MATCHINGS_LOCK = threading.Lock()
+MATCHINGS_KEPT = 8
+
+
+def _matching_key(tensors: tuple[torch.Tensor, ...], params: tuple) -> bytes | None:
+    """A digest of the tensors' values, dtypes and shapes and of ``params``; None off the CPU (hashing would copy
+    the tensors to the host, and there the matching is cheap)."""
+    if any(t.device.type != "cpu" for t in tensors):
+        return None
+    digest = hashlib.blake2b(repr(params).encode(), digest_size=32)
+    for t in tensors:
+        digest.update(f"{t.dtype}{tuple(t.shape)}".encode())
+        digest.update(memoryview(t.detach().contiguous().numpy()).cast("B"))
+    return digest.digest()
 
 
 class SelfLearning(PoolAlignment):
