@@ -224,6 +224,22 @@ ESTIMATORS: dict[str, dict] = {
         "scale": 1,
         "maps": True,
     },
+    "PoolRidge": {
+        "params": {},
+        "bad": {
+            "ridges": [[-1.0], [NAN], [], "0.1", [None]],
+            "anchor_share": [0.0, 1.0, NAN, "0.5"],
+            "max_iter": [-1, 2.5, True, "3"],
+            "tol": [-0.1, 1.5, NAN, "0.1"],
+            "subsample": [1, 2.5, "3"],
+            "target_subsample": [1, 2.5, "3"],
+            "random_state": BAD_SEEDS,
+        },
+        "paired": True,
+        "arguments": ("source", "target"),
+        "scale": 1,
+        "maps": True,
+    },
     "UnpairedAlignment": {
         "params": {
             "n_clusters": 3,

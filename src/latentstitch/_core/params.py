@@ -92,6 +92,17 @@ def check_probability(value: object, name: str, *, low_open: bool = False, high_
     return check_number(value, name, low=0.0, high=1.0, low_open=low_open, high_open=high_open)
 
 
+def check_ridges(ridges: Any, name: str = "ridges") -> np.ndarray:
+    """A non-empty sequence of finite numbers >= 0 (the candidates of a ridge path), as a float64 vector."""
+    try:
+        values = np.asarray(ridges, dtype=np.float64).reshape(-1) if not isinstance(ridges, (str, bytes)) else None
+    except (TypeError, ValueError):
+        values = None
+    if values is None or values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
+        raise ValueError(f"{name}: expected a non-empty sequence of finite numbers >= 0, got {ridges!r}")
+    return values
+
+
 #: Seeds are what numpy, torch and scikit-learn all accept: integers in [0, 2**32 - 1].
 MAX_SEED = 2**32 - 1
 

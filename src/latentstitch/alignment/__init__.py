@@ -10,7 +10,7 @@
   (``partial_fit``, dask arrays).
 - ``PoolProcrustes``, ``SelfLearning`` (VecMap), ``BootstrappedProcrustes``: a few pairs plus many unpaired
   vectors of each model (*pools*): Procrustes refined by matching the pools (``fit(source, target, source_pool=...,
-  target_pool=...)``).
+  target_pool=...)``); ``PoolRidge``: an affine (ridge) map on the pairs and ``PoolProcrustes``'s pseudo-pairs.
 - ``FunctionalMap`` (Fumero et al. 2024): latent functional maps between k-NN graphs' Laplacian eigenbases from a
   few anchors: a similarity, point correspondences and a linear transfer.
 
@@ -23,7 +23,7 @@ from latentstitch.alignment._bootstrap import BootstrappedAnchors, bootstrap_anc
 from latentstitch.alignment._functional_map import FunctionalMap
 from latentstitch.alignment._generalized import GeneralizedProcrustes
 from latentstitch.alignment._inverse import InverseRelativeProjection
-from latentstitch.alignment._pooled import BootstrappedProcrustes, PoolProcrustes, SelfLearning
+from latentstitch.alignment._pooled import BootstrappedProcrustes, PoolProcrustes, PoolRidge, SelfLearning
 from latentstitch.alignment._unpaired import UnpairedAlignment
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "GeneralizedProcrustes",
     "InverseRelativeProjection",
     "PoolProcrustes",
+    "PoolRidge",
     "SelfLearning",
     "UnpairedAlignment",
     "bootstrap_anchors",

@@ -287,18 +287,19 @@ class Bridge(Persistable, BaseEstimator):
         source_pool : (M_s, p) array or tensor, optional
             The new model's vectors of other items, unpaired (any items, any count: whatever it has embedded). With
             ``target_pool`` too, the semi-supervised routes (``POOL_ROUTES``: ``procrustes_pools``, ``self_learning``,
-            ``bootstrap_pools``) join the candidates: each is fitted on a fold's training anchors *and* the two pools,
-            and cross-validated on the held-out anchors like every route (chosen by the same rule, with the same
-            estimate and interval). With both pools, the choice ranks each held-out anchor among the anchors only, so
-            the pick among the routes without pools is the one a fit without pools makes, and a semi-supervised route
-            replaces it only when it beats it beyond the folds' noise (``_select.pool_test``): the pools never move the
-            choice otherwise; ``estimate_`` still ranks among the anchors and ``target_pool``. Rows of either pool equal
-            to any anchor's vector of that side are left out, so a held-out anchor never enters a fit, not even as a
-            pseudo-pair (said in ``notes_``); above ``MAX_POOL`` rows, that many are drawn at random (``seed``), and
-            each route matches at most its own ``subsample`` of them (said in ``notes_``). Without both pools those
-            routes are absent (naming one in ``routes`` is then an error) and the fit is the one without pools. Memory:
-            the pools as given (at most ``MAX_POOL`` rows each, in the anchors' precision), plus a route's matching,
-            O(subsample x (width + chunk)) (64 MiB blocks of similarities; ``latentstitch.alignment.PoolProcrustes``).
+            ``bootstrap_pools``, ``ridge_pools``) join the candidates: each is fitted on a fold's training anchors *and*
+            the two pools, and cross-validated on the held-out anchors like every route (chosen by the same rule, with
+            the same estimate and interval). With both pools, the choice ranks each held-out anchor among the anchors
+            only, so the pick among the routes without pools is the one a fit without pools makes, and a semi-supervised
+            route replaces it only when it beats it beyond the folds' noise (``_select.pool_test``): the pools never
+            move the choice otherwise; ``estimate_`` still ranks among the anchors and ``target_pool``. Rows of either
+            pool equal to any anchor's vector of that side are left out, so a held-out anchor never enters a fit, not
+            even as a pseudo-pair (said in ``notes_``); above ``MAX_POOL`` rows, that many are drawn at random
+            (``seed``), and each route matches at most its own ``subsample`` of them (said in ``notes_``). Without both
+            pools those routes are absent (naming one in ``routes`` is then an error) and the fit is the one without
+            pools. Memory: the pools as given (at most ``MAX_POOL`` rows each, in the anchors' precision), plus a
+            route's matching, O(subsample x (width + chunk)) (64 MiB blocks of similarities;
+            ``latentstitch.alignment.PoolProcrustes``).
         progress : bool
             Show a progress bar over the route fits.
         """

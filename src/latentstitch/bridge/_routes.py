@@ -40,6 +40,7 @@ from latentstitch.alignment import (
     GeneralizedProcrustes,
     InverseRelativeProjection,
     PoolProcrustes,
+    PoolRidge,
     SelfLearning,
     UnpairedAlignment,
 )
@@ -461,7 +462,7 @@ register_route(
 # --- semi-supervised routes: the pairs and two pools of unpaired vectors (``Bridge.fit(source_pool=, target_pool=)``)
 #: Tried with "auto" whenever both pools are given (issue 39: the pools must not hurt when they do not help: the same
 #: cross-validation on the real anchors decides); absent without pools.
-POOL_ROUTES = ("procrustes_pools", "self_learning", "bootstrap_pools")
+POOL_ROUTES = ("procrustes_pools", "self_learning", "bootstrap_pools", "ridge_pools")
 register_route(
     "procrustes_pools",
     PoolProcrustes,
@@ -485,6 +486,18 @@ register_route(
     BootstrappedProcrustes,
     description="the pairs grown over the pools by bootstrapped anchors (relative vectors matched by optimal "
     "transport, Cannistraci et al. 2023), then Procrustes on the pairs and the confident grown pairs",
+    auto=True,
+    pools=True,
+)
+#: ridge_pools joins "auto" on development data (results/bridge/pool-ridge-dev: BBC News, MiniLM-L6 <-> paraphrase-
+#: MiniLM-L3 both ways, 100 anchors, disjoint pools of 840, 20 runs): a standard-scaled head read its bridged vectors at
+#: 0.994x the weaker encoder's own macro-F1 against the paired pick's 0.967x, better in 20 of 20 runs.
+register_route(
+    "ridge_pools",
+    PoolRidge,
+    description="ridge (affine) map on the pairs and the pseudo-pairs of procrustes_pools's matching of the two "
+    "pools, the pairs weighted to carry half the weight, the ridge of least leave-one-out error of the pairs: can "
+    "rescale features, which an orthogonal map cannot",
     auto=True,
     pools=True,
 )

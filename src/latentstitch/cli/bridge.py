@@ -125,8 +125,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="the new model's vectors of other items, unpaired (whatever it has embedded; any readable format, read "
         "with --key / --source-key and --vector-column): with --target-pool, the semi-supervised routes "
-        "(procrustes_pools, self_learning, bootstrap_pools) are fitted on the anchors and both pools and join the "
-        "cross-validated candidates (at most 20,000 rows drawn at random are read)",
+        "(procrustes_pools, self_learning, bootstrap_pools, ridge_pools) are fitted on the anchors and both pools and "
+        "join the cross-validated candidates (at most 20,000 rows drawn at random are read)",
     )
     add_run_options(fit)
 

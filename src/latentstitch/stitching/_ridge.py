@@ -12,9 +12,19 @@ import torch
 
 from latentstitch._core.arrays import ArrayLike, as_float_tensor, check_same_rows
 from latentstitch._core.folds import kfold
+from latentstitch._core.least_squares import ridge_loo_errors
 from latentstitch._core.moments import CrossMoments
 from latentstitch._core.numerics import matmul
-from latentstitch._core.params import Rule, check_bool, check_choice, check_positive_int, check_seed, optional, rule
+from latentstitch._core.params import (
+    Rule,
+    check_bool,
+    check_choice,
+    check_positive_int,
+    check_ridges,
+    check_seed,
+    optional,
+    rule,
+)
 from latentstitch.relative import SPREAD_FLOOR, check_spread_floor, floored_spread
 from latentstitch.stitching._base import AffineMap
 from latentstitch.stitching._least_squares import RIDGE_UNITS, LeastSquares, gram_ridge
@@ -162,17 +172,6 @@ def _fold_path(
     return out
 
 
-def check_ridges(ridges: Any, name: str = "ridges") -> np.ndarray:
-    """A non-empty sequence of finite numbers >= 0 (the candidates of a ridge path), as a float64 vector."""
-    try:
-        values = np.asarray(ridges, dtype=np.float64).reshape(-1) if not isinstance(ridges, (str, bytes)) else None
-    except (TypeError, ValueError):
-        values = None
-    if values is None or values.size == 0 or not np.all(np.isfinite(values)) or np.any(values < 0):
-        raise ValueError(f"{name}: expected a non-empty sequence of finite numbers >= 0, got {ridges!r}")
-    return values
-
-
 class LeastSquaresCV(AffineMap):
     """Ridge least squares whose ridge is chosen by cross-validation on the fit data (``ridge_path``).
 
@@ -238,26 +237,6 @@ class LeastSquaresCV(AffineMap):
 #: ``LeastSquaresLOO``'s default alphas, in Gram units (added to the eigenvalues of the centred Gram matrix, as
 #: scikit-learn's ``RidgeCV`` adds ``alpha``): 1e-3 to 1e3, half a decade apart.
 LOO_ALPHAS = tuple(float(10.0**k) for k in np.arange(-3.0, 3.01, 0.5))
-
-
-def ridge_loo_errors(a: torch.Tensor, b: torch.Tensor, alphas: np.ndarray) -> np.ndarray:
-    """The leave-one-out mean squared error of ridge least squares with an unpenalised intercept, for every alpha,
-    from one thin SVD of the centred rows (the efficient leave-one-out of Golub, Heath and Wahba 1979, which
-    scikit-learn's ``RidgeCV`` computes): with ``A_c = U diag(s) V^T`` the hat matrix is
-    ``H = 1 1^T / n + U diag(s^2 / (s^2 + alpha)) U^T`` and row i's held-out residual ``(b_i - (H b)_i) / (1 - H_ii)``.
-    The mean runs over rows and target columns, as ``RidgeCV``'s default score."""
-    a, b = a.to(torch.float64), b.to(torch.float64)
-    n = a.shape[0]
-    centred_b = b - b.mean(dim=0)
-    u, s, _ = torch.linalg.svd(a - a.mean(dim=0), full_matrices=False)
-    projected = u.T @ centred_b  # (r, q)
-    out = np.empty(alphas.size)
-    for j, alpha in enumerate(alphas):
-        shrink = s**2 / (s**2 + float(alpha))
-        residual = centred_b - u @ (shrink[:, None] * projected)
-        leverage = 1.0 / n + (u**2) @ shrink
-        out[j] = float(((residual / (1.0 - leverage)[:, None]) ** 2).mean())
-    return out
 
 
 class LeastSquaresLOO(AffineMap):
