@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from latentstitch._core.arrays import as_float_tensor, to_numpy
-from latentstitch._core.params import check_positive_int
+from latentstitch._core.params import check_bool, check_positive_int
 from latentstitch.migrate._collection import NewCollection, open_collection
 from latentstitch.migrate._retrieval import prepare, scored_top_k
 from latentstitch.migrate.stores import StoreError, VectorStore, open_store
@@ -215,14 +215,13 @@ def cascade_search(
     depth = check_positive_int(depth, "depth")
     if k > depth:
         raise ValueError(f"depth: expected at least k ({k}) candidates per query, got {depth}")
+    collection_search = check_bool(collection_search, "collection_search")
     opened = _open_old(store)
     migration.check_index(opened)
     collection = _collection(new_store, opened, migration)
     queries = as_float_tensor(new_queries, "new_queries", ndim=2, min_rows=1)
     old_queries = migration.transform_queries(queries, device=device)
     recalled = _candidates(opened, old_queries, min(depth, opened.count))
-    if not isinstance(collection_search, bool):
-        raise TypeError(f"collection_search: expected True or False, got {collection_search!r}")
     empty = (np.empty((len(queries), 0), dtype=recalled[0].dtype), np.empty((len(queries), 0), dtype=bool))
     own = _collection_candidates(collection, queries, depth, migration.metric) if collection_search else empty
     ids, mask, unique, inverse, from_collection = _union(recalled, own)
