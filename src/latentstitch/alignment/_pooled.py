@@ -249,16 +249,26 @@ class PoolProcrustes(PoolAlignment):
         two pools (unpaired rows of each model). Returns ``self``."""
         self._check_params()
         s, t, pools, exponents = self._inputs(source, target, source_pool, target_pool)
+        centres, rotation, _ = self._align(s, t, pools)
+        self._finish(rotation, centres, source, exponents)
+        return self
+
+    def _align(
+        self, s: torch.Tensor, t: torch.Tensor, pools: tuple[torch.Tensor, torch.Tensor] | None
+    ) -> tuple[tuple[torch.Tensor, ...], torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Steps 1-3 on the pairs (``s``, ``t``) and the pools as ``_inputs`` gives them: each side's mean and
+        spread (pairs and pool together: ``(mean_s, mean_t, spread_s, spread_t)``), the last rotation and the last
+        matching (rows of each pool; empty without pools); sets ``n_pseudo_pairs_`` and ``n_iter_``."""
         (mean_s, spread_s), (mean_t, spread_t) = (
             side_centre(side, None if pools is None else pools[i]) for i, side in enumerate((s, t))
         )
         x, y = s - mean_s, t - mean_t
         rotation = weighted_rotation(x, y)
         self.n_pseudo_pairs_, self.n_iter_ = 0, 0
+        matched = (torch.zeros(0, dtype=torch.int64, device=s.device),) * 2
         if pools is not None:
-            rotation, _ = self._refine(x, y, pools[0] - mean_s, pools[1] - mean_t, rotation)
-        self._finish(rotation, (mean_s, mean_t, spread_s, spread_t), source, exponents)
-        return self
+            rotation, matched = self._refine(x, y, pools[0] - mean_s, pools[1] - mean_t, rotation)
+        return (mean_s, mean_t, spread_s, spread_t), rotation, matched
 
     def _refine(
         self, x: torch.Tensor, y: torch.Tensor, px: torch.Tensor, py: torch.Tensor, rotation: torch.Tensor
@@ -609,10 +619,7 @@ class PoolRidge(PoolAlignment):
         a, b, weights = s, t, None
         if pools is not None:
             matcher = PoolProcrustes(self.max_iter, self.tol, self.subsample, self.target_subsample, self.random_state)
-            (mean_s, _), (mean_t, _) = (side_centre(side, pools[k]) for k, side in enumerate((s, t)))
-            x, y = s - mean_s, t - mean_t
-            matcher.n_pseudo_pairs_, matcher.n_iter_ = 0, 0
-            _, (i, j) = matcher._refine(x, y, pools[0] - mean_s, pools[1] - mean_t, weighted_rotation(x, y))
+            _, _, (i, j) = matcher._align(s, t, pools)
             self.n_pseudo_pairs_, self.n_iter_ = int(i.numel()), matcher.n_iter_
             if i.numel():
                 a, b = torch.cat([s, pools[0][i]]), torch.cat([t, pools[1][j]])
