@@ -25,7 +25,9 @@ Measured (one thread per process; CPU seconds beside wall seconds; the host is s
   files puts them in RSS).
 - cascade: ``--queries`` queries (200 at 1M), one per call, through ``Migration.search`` at each depth of
   ``--depths`` (k=10) with a FAISS new collection that starts holding the re-embedded 5% (each depth from the same
-  start: the cold pass writes what it computes; then the same queries again, warm: every candidate already there).
+  start: the cold pass writes what it computes; then the same queries again, warm: every candidate already there;
+  then again with ``collection_search="exact"``, every row of the collection read, and the warm top 10's agreement
+  with it: the default reads the collection's inverted lists once it holds ``migrate._lists.LIST_ROWS`` fixed rows).
   The candidates' new vectors come from ``new_vectors(ids)``, the synthetic new model (their old vectors read from
   ``old.npy``, the map and tanh): its time is measured inside the callable. Beside it, per query: the store's own
   search (the IVF index, k=10, of the old model's query; what a user runs today). Overhead = cascade - (own search
@@ -371,19 +373,27 @@ def measure_cascade(migration, model, ivf: Path, npy: Path, folder: Path, querie
                 shutil.copy2(target, destination)
         collection = open_collection(path, store, migration.new_dimension, "cosine")
         row_out = {"depth": depth}
-        for phase in ("cold", "warm"):
-            total, total_cpu, encoding, encoding_cpu, embedded = [], [], [], [], 0
+        answers = {}
+        for phase in ("cold", "warm", "exact"):
+            total, total_cpu, encoding, encoding_cpu, embedded, answers[phase] = [], [], [], [], 0, []
             for row in range(queries):
                 before = dict(spent)
                 cpu, wall = time.process_time(), time.perf_counter()
                 result = migration.search(
-                    new_q[row : row + 1], 10, store=store, new_store=collection, depth=depth, new_vectors=new_vectors
+                    new_q[row : row + 1],
+                    10,
+                    store=store,
+                    new_store=collection,
+                    depth=depth,
+                    new_vectors=new_vectors,
+                    collection_search="exact" if phase == "exact" else True,
                 )
                 total.append(time.perf_counter() - wall)
                 total_cpu.append(time.process_time() - cpu)
                 encoding.append(spent["seconds"] - before["seconds"])
                 encoding_cpu.append(spent["cpu"] - before["cpu"])
                 embedded += result.embedded
+                answers[phase].append(result.ids[0])
             overhead = np.asarray(total) - np.asarray(encoding) - np.median(own)
             base = np.median(own) + np.median(encoding)
             row_out[phase] = {
@@ -394,6 +404,16 @@ def measure_cascade(migration, model, ivf: Path, npy: Path, folder: Path, querie
                 "overhead_ratio": float(np.median(overhead) / base),
                 "embedded_per_query": embedded / queries,
             }
+        lists = collection.block_lists
+        row_out["lists"] = (
+            None
+            if lists is None
+            else {"lists": len(lists.centroids), "probes": lists.probes(depth), "fitted_rows": lists.fitted_rows}
+        )
+        # the default (inverted lists once the collection is large) against every row read, same collection state
+        row_out["warm_top10_agreement_with_exact"] = float(
+            np.mean([len(set(a) & set(b)) / 10 for a, b in zip(answers["warm"], answers["exact"], strict=True)])
+        )
         out["depths"].append(row_out)
         del collection
     store.close()
@@ -503,7 +523,9 @@ def _print(results: dict) -> None:
         own = c["own_search"]
         rows = []
         for d in c["depths"]:
-            for phase in ("cold", "warm"):
+            for phase in ("cold", "warm", "exact"):
+                if phase not in d:
+                    continue
                 p = d[phase]
                 rows.append(
                     [
@@ -517,6 +539,12 @@ def _print(results: dict) -> None:
                         f"{p['overhead_ratio']:.2f}",
                         f"{p['embedded_per_query']:.0f}",
                     ]
+                )
+        for d in c["depths"]:
+            if "warm_top10_agreement_with_exact" in d:
+                print(
+                    f"depth {d['depth']}: the warm top 10 agrees with every row read on "
+                    f"{d['warm_top10_agreement_with_exact']:.3f}; lists {d.get('lists')}"
                 )
         print_table(
             "cascade per query (ms, median; cascade also p90)",

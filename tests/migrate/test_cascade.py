@@ -277,7 +277,7 @@ def test_a_document_the_bridge_cannot_recall_is_found_in_the_new_collection(para
         collection_search=False,  # the old store's answers alone: the cheaper search loses it again
     )
     assert ids[target] not in alone.ids and alone.from_collection == 0
-    with pytest.raises(TypeError, match="collection_search: expected True or False"):
+    with pytest.raises(ValueError, match="collection_search: expected True, False or one of 'auto', 'exact'"):
         migration.search(queries, 5, store=store, new_store=collection, collection_search="no")
     store.close()
 

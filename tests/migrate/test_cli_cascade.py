@@ -57,6 +57,13 @@ def test_search_answers_as_the_library_fills_new_once_and_says_when_to_cut_over(
     assert _search(w, "-k", "5", "--depth", "40", "--old-store-only", "-o", str(w / "alone.json")) == 0
     alone = json.loads((w / "alone.json").read_text())
     assert alone["from_collection"] == 0 and alone["candidates"] <= results["candidates"]
+    assert _search(w, "-k", "5", "--depth", "40", "--collection-search", "off", "-o", str(w / "off.json")) == 0
+    assert json.loads((w / "off.json").read_text())["ids"] == alone["ids"]
+    assert _search(w, "-k", "5", "--depth", "40", "--collection-search", "exact", "-o", str(w / "exact.json")) == 0
+    assert _search(w, "-k", "5", "--depth", "40", "--collection-search", "lists", "-o", str(w / "lists.json")) == 0
+    exact = json.loads((w / "exact.json").read_text())
+    assert exact["written"] == 0  # nothing new: the two read the same NEW
+    assert json.loads((w / "lists.json").read_text())["ids"] == exact["ids"]  # a NEW this small: every list read
     capsys.readouterr()
     assert _search(w, "--depth", "600") == 0  # every id recalled: NEW is whole
     assert "the new collection is complete: point your application at it" in capsys.readouterr().out

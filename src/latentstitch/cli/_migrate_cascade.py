@@ -128,7 +128,7 @@ def search(args: argparse.Namespace, output: Path | None) -> int:
         new_store=collection,
         depth=args.depth,
         new_vectors=_new_vectors(args),
-        collection_search=not args.old_store_only,
+        collection_search="off" if args.old_store_only else args.collection_search,
     )
     shown = min(len(queries), 5)
     rows = [[n, " ".join(map(str, result.ids[n].tolist())), f"{result.scores[n, 0]:.4f}"] for n in range(shown)]

@@ -68,10 +68,16 @@ def add_arguments(actions, sub, index_options, add_run_options) -> None:
     search.add_argument("-k", type=positive_int, default=10, help="results per query (default 10)")
     search.add_argument("--depth", type=positive_int, default=100, help="candidates recalled per query (default 100)")
     search.add_argument(
+        "--collection-search",
+        choices=("auto", "exact", "lists", "off"),
+        default="auto",
+        help="how NEW's own search recalls candidates beside the old store's: auto (default) reads every row of a "
+        "small NEW and inverted lists of a large FAISS one, exact always every row, lists always the lists, off none",
+    )
+    search.add_argument(
         "--old-store-only",
         action="store_true",
-        help="recall candidates from the old store alone, not also by an exact search of NEW (cheaper per query once "
-        "NEW is large; it finds fewer of the new model's answers)",
+        help="recall candidates from the old store alone (--collection-search off)",
     )
     search.add_argument("-o", "--output", type=Path, default=None, help="write the results (.json)")
     _documents_options(search)

@@ -15,15 +15,15 @@ The answer is the new model's exact top-k over the documents whose new vector is
 that top-k: the bridge only has to recall, not to rank, and only what the collection does not hold yet
 (``tests/migrate/test_cascade.py``).
 
-Cost of the collection's search: it reads every vector the collection holds, ``HELD_ROWS`` rows at a time (memory:
-one block and an (n, depth + block) score array per query block), and costs n x rows held x dimension
-multiply-adds per search call: with a complete collection of 1M 384-wide vectors, about 0.4 GFLOP per query, the
-price of an exact (flat) search of the new index. Batch the queries: the collection is read once per call. A FAISS
-collection's rows are read in place and their norms kept with the open collection (the file's rows and each part's
-never change), so a call reads only what it multiplies; an ``.npy`` collection (written in place) is read whole and
-its norms computed again on every call. Measured (``results/migration/cascade-union``): at 1M rows with 5%
-re-embedded (a FAISS collection of 50,000 rows and growing), one query a call, the cascade costs 22-49 ms of CPU a
-query, 7-10x the IVF store's own search (5-12 ms before the collection was searched)."""
+Cost of the collection's search (``collection_search``): below ``_lists.LIST_ROWS`` fixed rows (and for an ``.npy``,
+LanceDB or Qdrant collection, whose blocks may change) it reads every vector the collection holds, ``HELD_ROWS``
+rows at a time (memory: one block and an (n, depth + block) score array per query block): n x rows held x dimension
+multiply-adds per call, an exact (flat) search. An ``.npy`` collection (written in place) is read whole, its norms
+computed again on every call. A FAISS collection's rows are read in place with their norms kept; once it holds
+``LIST_ROWS`` of them ("auto", the default) its search reads inverted lists (``_lists``: k-means centroids, each
+query reads its few best lists; an approximate top ``depth``, and a second copy of those rows in list order kept with
+the open collection). "exact" always reads every row; "off" (False) searches only the old store. Measured at 1M
+rows with 5% re-embedded, one query a call: ``results/migration/cascade-lists``."""
 
 from __future__ import annotations
 
@@ -37,8 +37,9 @@ import numpy as np
 import torch
 
 from latentstitch._core.arrays import as_float_tensor, to_numpy
-from latentstitch._core.params import check_bool, check_positive_int
+from latentstitch._core.params import check_positive_int
 from latentstitch.migrate._collection import NewCollection, open_collection
+from latentstitch.migrate._lists import LIST_ROWS, REFIT_GROWTH, CollectionLists
 from latentstitch.migrate._retrieval import prepare, scored_top_k
 from latentstitch.migrate.stores import StoreError, VectorStore, open_store
 
@@ -111,19 +112,34 @@ def _candidates(store: VectorStore, old_queries: np.ndarray, depth: int) -> tupl
 
 #: Rows of the new collection its exact search reads at a time.
 HELD_ROWS = 65536
+#: ``collection_search``'s values (True is "auto", False is "off").
+COLLECTION_SEARCHES = ("auto", "exact", "lists", "off")
+
+
+def search_mode(value: Any) -> str:
+    """``collection_search`` as one of ``COLLECTION_SEARCHES``: "auto" reads inverted lists once the collection's
+    fixed rows reach ``_lists.LIST_ROWS`` and every row below; "exact" every row always; "lists" the lists whatever
+    the size; "off" (or False) no search of the collection."""
+    if isinstance(value, (bool, np.bool_)):
+        return "auto" if value else "off"
+    if isinstance(value, str) and value in COLLECTION_SEARCHES:
+        return value
+    raise ValueError(
+        f"collection_search: expected True, False or one of {', '.join(map(repr, COLLECTION_SEARCHES))}, got {value!r}"
+    )
 
 
 def _collection_candidates(
-    collection: NewCollection, queries: torch.Tensor, depth: int, metric: str
+    collection: NewCollection, queries: torch.Tensor, depth: int, metric: str, mode: str = "auto"
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The new collection's own top ``depth`` per query, exact under ``metric`` over every vector it holds (read
-    ``HELD_ROWS`` at a time, each block's top ``depth`` merged into the running best): an (n, width) id array and its
-    mask (all true; width = min(depth, rows held), 0 for an empty collection)."""
-    best_scores: torch.Tensor | None = None
-    best_ids: np.ndarray | None = None
+    """The new collection's own top ``depth`` per query under ``metric`` over every vector it holds (read
+    ``HELD_ROWS`` at a time, each block's top ``depth`` merged into the running best): exact, or for the rows of
+    keyed blocks from their inverted lists (``mode``; ``_lists``). An (n, width) id array and its mask (width =
+    min(depth, rows held), 0 for an empty collection; false where a query's probed lists held fewer rows)."""
+    best: list[tuple[torch.Tensor, np.ndarray]] = []
     q = prepare(queries, metric)
     known = collection.block_norms  # a keyed block's norms, kept with the open collection
-    seen = set()
+    keyed = []
     for key, ids, vectors in collection.blocks(HELD_ROWS):
         rows = torch.as_tensor(np.ascontiguousarray(vectors, dtype=np.float32))  # no copy when stored as float32
         norms = known.get(key) if key is not None else None
@@ -131,21 +147,55 @@ def _collection_candidates(
             norms = torch.linalg.vector_norm(rows, dim=1)
             if key is not None:
                 known[key] = norms
-        seen.add(key)
-        values, positions = scored_top_k(q, rows, norms, depth, metric)  # l2: 2 q.d - |d|^2, comparable
-        got_ids = np.asarray(ids)[positions]
-        if best_scores is None:
-            best_scores, best_ids = torch.as_tensor(values), got_ids
+        if key is not None:
+            keyed.append((key, ids, rows, norms))  # views of what the open collection holds anyway
             continue
-        scores = torch.cat([best_scores, torch.as_tensor(values)], dim=1)
-        joined = np.concatenate([best_ids, got_ids], axis=1)
-        kept = torch.topk(scores, min(depth, scores.shape[1]), dim=1)
-        best_scores, best_ids = kept.values, np.take_along_axis(joined, kept.indices.numpy(), axis=1)
+        values, positions = scored_top_k(q, rows, norms, depth, metric)  # l2: 2 q.d - |d|^2, comparable
+        best = _merged(best, torch.as_tensor(values), np.asarray(ids)[positions], depth)
+    seen = {key for key, *_ in keyed}
+    lists = _lists_for(collection, keyed, mode, metric)
+    probed = lists.probed(q, depth) if lists is not None else None
+    for key, ids, rows, norms in keyed:
+        if lists is None:
+            values, positions = scored_top_k(q, rows, norms, depth, metric)
+            values, positions = torch.as_tensor(values), torch.as_tensor(positions)
+        else:
+            values, positions = lists.block_top(key, rows, norms, q, probed, depth)
+        best = _merged(best, values, np.asarray(ids)[positions.numpy()], depth)
     for gone in set(known) - seen:  # folded, merged or rewritten since: not read again
         known.pop(gone, None)
-    if best_ids is None:
+    if collection.block_lists is not None:
+        for gone in set(collection.block_lists.by_key) - seen:
+            collection.block_lists.by_key.pop(gone, None)
+    if not best:
         return np.zeros((len(queries), 0), np.int64), np.zeros((len(queries), 0), bool)
-    return best_ids, np.ones(best_ids.shape, bool)
+    scores, ids = best[0]
+    return ids, torch.isfinite(scores).numpy()
+
+
+def _merged(
+    best: list[tuple[torch.Tensor, np.ndarray]], values: torch.Tensor, ids: np.ndarray, depth: int
+) -> list[tuple[torch.Tensor, np.ndarray]]:
+    """The running best ``depth`` (scores, ids) per query with one block's added."""
+    if not best:
+        return [(values, ids)]
+    scores = torch.cat([best[0][0], values], dim=1)
+    joined = np.concatenate([best[0][1], ids], axis=1)
+    kept = torch.topk(scores, min(depth, scores.shape[1]), dim=1)
+    return [(kept.values, np.take_along_axis(joined, kept.indices.numpy(), axis=1))]
+
+
+def _lists_for(collection: NewCollection, keyed: list, mode: str, metric: str) -> CollectionLists | None:
+    """The collection's inverted lists over its keyed blocks, fitted (again) when due; None when every row is read."""
+    rows = sum(len(block[2]) for block in keyed)
+    if not rows or mode == "exact" or (mode == "auto" and rows < LIST_ROWS):
+        return None
+    lists = collection.block_lists
+    if lists is None or lists.metric != metric:
+        lists = collection.block_lists = CollectionLists(metric)
+    if lists.centroids is None or rows >= REFIT_GROWTH * lists.fitted_rows:
+        lists.fit([(key, block_rows, norms) for key, _, block_rows, norms in keyed])
+    return lists
 
 
 def _union(
@@ -203,19 +253,19 @@ def cascade_search(
     new_vectors: Callable[[np.ndarray], Any] | None = None,
     device: str | None = None,
     write: bool = True,
-    collection_search: bool = True,
+    collection_search: bool | str = True,
 ) -> CascadeResult:
     """``Migration.search``: see the module's docstring (the candidates: the old store's ``depth`` answers to the
     bridged query and the new collection's own ``depth`` answers to the new query, each id once). ``write=False`` (a
     measurement: ``depth_curve``) computes the missing candidates' vectors without writing them or counting the
-    search in the collection's usage. ``collection_search=False``: the old store's answers alone (the collection is
-    then only read for the candidates' vectors: an exact search of a large collection costs more per query than the
-    old store's own search, results/migration/cascade-union)."""
+    search in the collection's usage. ``collection_search``: True or "auto" (every row of a small collection, inverted
+    lists of a large FAISS one), "exact" (every row), "lists" (the lists at any size), False or "off" (the old store's
+    answers alone; the collection is then only read for the candidates' vectors)."""
     k = check_positive_int(k, "k")
     depth = check_positive_int(depth, "depth")
     if k > depth:
         raise ValueError(f"depth: expected at least k ({k}) candidates per query, got {depth}")
-    collection_search = check_bool(collection_search, "collection_search")
+    mode = search_mode(collection_search)
     opened = _open_old(store)
     migration.check_index(opened)
     collection = _collection(new_store, opened, migration)
@@ -223,7 +273,7 @@ def cascade_search(
     old_queries = migration.transform_queries(queries, device=device)
     recalled = _candidates(opened, old_queries, min(depth, opened.count))
     empty = (np.empty((len(queries), 0), dtype=recalled[0].dtype), np.empty((len(queries), 0), dtype=bool))
-    own = _collection_candidates(collection, queries, depth, migration.metric) if collection_search else empty
+    own = empty if mode == "off" else _collection_candidates(collection, queries, depth, migration.metric, mode)
     ids, mask, unique, inverse, from_collection = _union(recalled, own)
     found, vectors = collection.lookup(unique)
     missing = unique[~found]

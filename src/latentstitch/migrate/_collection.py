@@ -59,6 +59,8 @@ class NewCollection:
         self.total = store.count
         #: The row norms of ``blocks`` a cascade searched, by block key (kept while those blocks are there).
         self.block_norms: dict[Any, Any] = {}
+        #: The inverted lists of its keyed blocks, once a cascade's search reads them (``_lists.CollectionLists``).
+        self.block_lists: Any = None
         self._usage = _PendingUsage(path, option)
         weakref.finalize(self, self._usage.flush_quietly)  # what it recorded is written, at the latest at exit
 

@@ -291,11 +291,12 @@ class Migration:
         depth: int = 100,
         new_vectors: Any = None,
         device: str | None = None,
-        collection_search: bool = True,
+        collection_search: bool | str = True,
     ) -> Any:
         """Cascade search (``migrate._cascade``): the query-side bridge recalls ``depth`` candidates per new-model query
-        from the old ``store`` (its own search), and the new collection its own ``depth`` (an exact search of what it
-        holds; ``collection_search=False``: the old store's alone, cheaper on a large collection), their new vectors
+        from the old ``store`` (its own search), and the new collection its own ``depth`` (``collection_search``: True
+        or "auto", an exact search of a small collection and inverted lists over a large FAISS one; "exact"; "lists";
+        False or "off", the old store's alone), their new vectors
         come from ``new_store`` (the new collection: a path, or a ``NewCollection`` from ``open_collection``, which a
         server keeps open across searches) or from ``new_vectors(ids)``, which are then written there, and the new
         model ranks them. Returns a ``CascadeResult`` (``ids``, ``scores`` (n, k), and what was reused and embedded)."""

@@ -80,14 +80,20 @@ def scored_top_k(
     values = np.empty((queries.shape[0], k), dtype=np.float32)
     with torch.no_grad():
         for start, stop in row_blocks(queries.shape[0], index.shape[0]):
-            scores = queries[start:stop] @ index.T
-            if metric == "cosine":
-                scores = scores / norms.clamp_min(1e-12)[None, :]
-            elif metric == "l2":
-                scores = 2 * scores - (norms * norms)[None, :]
-            best = torch.topk(scores, k, dim=1)
+            best = torch.topk(stored_scores(queries[start:stop], index, norms, metric), k, dim=1)
             out[start:stop], values[start:stop] = best.indices.numpy(), best.values.numpy()
     return values, out
+
+
+def stored_scores(queries: torch.Tensor, index: torch.Tensor, norms: torch.Tensor, metric: str) -> torch.Tensor:
+    """(n_queries, rows) ranking scores of ``prepare``d queries against index rows as stored, with their Euclidean
+    ``norms``: cosine divides by the norm (``max(norm, 1e-12)``, as ``prepare``), l2 is ``2 q.d - |d|^2``."""
+    scores = queries @ index.T
+    if metric == "cosine":
+        return scores / norms.clamp_min(1e-12)[None, :]
+    if metric == "l2":
+        return 2 * scores - (norms * norms)[None, :]
+    return scores
 
 
 def ranks(top: np.ndarray, relevant: np.ndarray) -> np.ndarray:
