@@ -96,7 +96,6 @@ def test_auto_reads_every_row_of_a_small_collection_and_lists_from_list_rows(tmp
     assert collection.block_lists is None  # below LIST_ROWS: exact
     np.testing.assert_array_equal(ids, _exact(vectors, queries, 30, "ip"))
     monkeypatch.setattr(lists_module, "LIST_ROWS", 1000)
-    monkeypatch.setattr("latentstitch.migrate._cascade.LIST_ROWS", 1000)
     _collection_candidates(collection, torch.as_tensor(queries), 30, "ip", "auto")
     assert collection.block_lists is not None
     store.close()

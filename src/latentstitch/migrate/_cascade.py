@@ -38,8 +38,8 @@ import torch
 
 from latentstitch._core.arrays import as_float_tensor, to_numpy
 from latentstitch._core.params import check_positive_int
+from latentstitch.migrate import _lists
 from latentstitch.migrate._collection import NewCollection, open_collection
-from latentstitch.migrate._lists import LIST_ROWS, REFIT_GROWTH, CollectionLists
 from latentstitch.migrate._retrieval import prepare, scored_top_k
 from latentstitch.migrate.stores import StoreError, VectorStore, open_store
 
@@ -155,13 +155,16 @@ def _collection_candidates(
     seen = {key for key, *_ in keyed}
     lists = _lists_for(collection, keyed, mode, metric)
     probed = lists.probed(q, depth) if lists is not None else None
-    for key, ids, rows, norms in keyed:
-        if lists is None:
-            values, positions = scored_top_k(q, rows, norms, depth, metric)
-            values, positions = torch.as_tensor(values), torch.as_tensor(positions)
-        else:
+    small = [block for block in keyed if lists is None or len(block[2]) <= _lists.EXACT_BLOCK_ROWS]
+    if small:  # every row, scored at once (a FAISS collection's part files are a few searches' rows each)
+        ids = np.concatenate([np.asarray(block[1]) for block in small])
+        rows, norms = (torch.cat([block[n] for block in small]) for n in (2, 3))
+        values, positions = scored_top_k(q, rows, norms, depth, metric)
+        best = _merged(best, torch.as_tensor(values), ids[positions], depth)
+    for key, ids, rows, norms in keyed if lists is not None else []:
+        if len(rows) > _lists.EXACT_BLOCK_ROWS:
             values, positions = lists.block_top(key, rows, norms, q, probed, depth)
-        best = _merged(best, values, np.asarray(ids)[positions.numpy()], depth)
+            best = _merged(best, values, np.asarray(ids)[positions.numpy()], depth)
     for gone in set(known) - seen:  # folded, merged or rewritten since: not read again
         known.pop(gone, None)
     if collection.block_lists is not None:
@@ -185,15 +188,15 @@ def _merged(
     return [(kept.values, np.take_along_axis(joined, kept.indices.numpy(), axis=1))]
 
 
-def _lists_for(collection: NewCollection, keyed: list, mode: str, metric: str) -> CollectionLists | None:
+def _lists_for(collection: NewCollection, keyed: list, mode: str, metric: str) -> _lists.CollectionLists | None:
     """The collection's inverted lists over its keyed blocks, fitted (again) when due; None when every row is read."""
     rows = sum(len(block[2]) for block in keyed)
-    if not rows or mode == "exact" or (mode == "auto" and rows < LIST_ROWS):
+    if not rows or mode == "exact" or (mode == "auto" and rows < _lists.LIST_ROWS):
         return None
     lists = collection.block_lists
     if lists is None or lists.metric != metric:
-        lists = collection.block_lists = CollectionLists(metric)
-    if lists.centroids is None or rows >= REFIT_GROWTH * lists.fitted_rows:
+        lists = collection.block_lists = _lists.CollectionLists(metric)
+    if lists.centroids is None or rows >= _lists.REFIT_GROWTH * lists.fitted_rows:
         lists.fit([(key, block_rows, norms) for key, _, block_rows, norms in keyed])
     return lists
 

@@ -385,16 +385,25 @@ class FaissCollection(NewCollection):
     def forget(self) -> None:
         """Nothing to drop: the file is read again whenever its size changed and a part's name is never reused."""
 
+    def _in_file(self, ids: np.ndarray, base: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Which ``ids`` the index file (``base``, default as read now) holds, and where (their rows in it, meaningful
+        where held): a binary search in the file's sorted ids (``np.isin`` sorted them again on every call)."""
+        _, _, _, held, _, order = base if base is not None else self._read_base()
+        if not len(held):
+            return np.zeros(len(ids), bool), np.zeros(len(ids), np.int64)
+        ordered = held[order]
+        where = np.clip(np.searchsorted(ordered, ids), 0, len(held) - 1)
+        return ordered[where] == ids, order[where]
+
     def lookup(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ids = np.asarray(ids).astype(np.int64)
-        _, _, _, held, stored, order = self._read_base()
+        base = self._read_base()
         parts = self._read_parts()
         vectors = np.full((len(ids), self.dimension), np.nan, np.float32)
-        found = np.zeros(len(ids), bool)
-        if len(held):
-            where = np.clip(np.searchsorted(held[order], ids), 0, len(held) - 1)
-            found = held[order][where] == ids
-            vectors[found] = stored[order[where[found]]]
+        found, rows = self._in_file(ids, base)
+        stored = base[4]
+        if found.any():
+            vectors[found] = stored[rows[found]]
         if parts:
             for row in np.flatnonzero(~found):
                 vector = parts.get(int(ids[row]))
@@ -478,9 +487,9 @@ class FaissCollection(NewCollection):
         return ids, vectors
 
     def count_present(self) -> int:
-        held = self._read_base()[3]
+        base = self._read_base()
         ids, _ = self._parts_held()
-        return len(held) + int((~np.isin(ids, held)).sum())
+        return len(base[3]) + int((~self._in_file(ids, base)[0]).sum())
 
     def held(self, rows: int = 65536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         for _, ids, vectors in self.blocks(rows):
@@ -490,7 +499,8 @@ class FaissCollection(NewCollection):
         """The index file's rows (views of the vectors read; keyed by the file's size, inode and time and the
         block's start), then each part file's rows the file does not hold (keyed by the part's name, never reused,
         and the file's key): a search that kept what it computed of a block reads only the parts written since."""
-        size, _, _, held, stored, _ = self._read_base()
+        base = self._read_base()
+        size, _, _, held, stored, _ = base
         for start in range(0, len(held), rows):
             yield (size, start), held[start : start + rows], stored[start : start + rows]
         self._read_parts()
@@ -500,7 +510,7 @@ class FaissCollection(NewCollection):
             key = (name, size)
             kept = self._part_rows_kept.get(key)
             if kept is None:  # a kill after a compaction's rename leaves rows held twice: counted once
-                keep = ~np.isin(ids, held)
+                keep = ~self._in_file(ids, base)[0]
                 kept = self._part_rows_kept[key] = (ids[keep], vectors[keep])
             for start in range(0, len(kept[0]), rows):
                 yield (*key, start), kept[0][start : start + rows], kept[1][start : start + rows]

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from latentstitch.alignment._clusters import kmeans
-from latentstitch.migrate._retrieval import scored_top_k, stored_scores
+from latentstitch.migrate._retrieval import stored_scores
 
 #: Keyed rows from which a collection's search reads inverted lists instead of every row.
 LIST_ROWS = 32768
@@ -46,7 +46,8 @@ ROWS_PER_DEPTH = 8
 REFIT_GROWTH = 4
 #: Lloyd iterations of the centroids' k-means.
 LLOYD_ITERATIONS = 10
-#: A keyed block of at most this many rows (a part file a few searches wrote) is read whole: cheaper than its lists.
+#: Keyed blocks of at most this many rows (part files a few searches wrote) are read whole, all at once (``_cascade``):
+#: cheaper than their lists.
 EXACT_BLOCK_ROWS = 2048
 
 
@@ -124,11 +125,7 @@ class CollectionLists:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Each query's best ``depth`` rows of one keyed block among its probed lists: (values, positions in the
         block), ``-inf`` where the lists a query reads hold fewer rows. Each list any query reads is scored in place
-        (a slice of the block in list order) for every query of the call, and masked for those that do not read it;
-        a block of at most ``EXACT_BLOCK_ROWS`` rows is read whole."""
-        if len(rows) <= EXACT_BLOCK_ROWS:
-            values, positions = scored_top_k(queries, rows, norms, depth, self.metric)
-            return torch.as_tensor(values), torch.as_tensor(positions)
+        (a slice of the block in list order) for every query of the call, and masked for those that do not read it."""
         ordered, ordered_norms, order, first = self._lists_of(key, rows, norms)
         wanted = torch.nonzero(probed.any(dim=0)).flatten().tolist()  # the lists any query of the call reads
         spans = [(first[number], first[number + 1]) for number in wanted if first[number + 1] > first[number]]
