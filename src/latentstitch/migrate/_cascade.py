@@ -155,16 +155,21 @@ def _collection_candidates(
     seen = {key for key, *_ in keyed}
     lists = _lists_for(collection, keyed, mode, metric)
     probed = lists.probed(q, depth) if lists is not None else None
-    small = [block for block in keyed if lists is None or len(block[2]) <= _lists.EXACT_BLOCK_ROWS]
+    small = [block for block in keyed if len(block[2]) <= _lists.EXACT_BLOCK_ROWS]
     if small:  # every row, scored at once (a FAISS collection's part files are a few searches' rows each)
         ids = np.concatenate([np.asarray(block[1]) for block in small])
         rows, norms = (torch.cat([block[n] for block in small]) for n in (2, 3))
         values, positions = scored_top_k(q, rows, norms, depth, metric)
         best = _merged(best, torch.as_tensor(values), ids[positions], depth)
-    for key, ids, rows, norms in keyed if lists is not None else []:
-        if len(rows) > _lists.EXACT_BLOCK_ROWS:
+    for key, ids, rows, norms in keyed:
+        if len(rows) <= _lists.EXACT_BLOCK_ROWS:
+            continue
+        if lists is None:  # every row, read in place
+            values, positions = scored_top_k(q, rows, norms, depth, metric)
+            values, positions = torch.as_tensor(values), torch.as_tensor(positions)
+        else:
             values, positions = lists.block_top(key, rows, norms, q, probed, depth)
-            best = _merged(best, values, np.asarray(ids)[positions.numpy()], depth)
+        best = _merged(best, values, np.asarray(ids)[positions.numpy()], depth)
     for gone in set(known) - seen:  # folded, merged or rewritten since: not read again
         known.pop(gone, None)
     if collection.block_lists is not None:
