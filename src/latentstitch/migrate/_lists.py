@@ -30,7 +30,6 @@ import numpy as np
 import torch
 
 from latentstitch.alignment._clusters import kmeans
-from latentstitch.migrate._retrieval import stored_scores
 
 #: Keyed rows from which a collection's search reads inverted lists instead of every row.
 LIST_ROWS = 32768
@@ -97,15 +96,18 @@ class CollectionLists:
         self.by_key.clear()
 
     def _lists_of(self, key: Any, rows: torch.Tensor, norms: torch.Tensor):
-        """A keyed block's rows in list order (a copy, kept: a probed list is then one contiguous slice), their
-        norms, their positions in the block, and each list's first position (lists + 1)."""
+        """A keyed block's rows in list order, as the metric scores them (unit rows for cosine; a copy, kept: a probed
+        list is then one contiguous slice), for l2 their squared norms, their positions in the block, and each list's
+        first position (lists + 1)."""
         kept = self.by_key.get(key)
         if kept is None:
-            assigned = self._centroid_scores(self._space(rows, norms)).argmax(dim=1)
+            space = self._space(rows, norms)
+            assigned = self._centroid_scores(space).argmax(dim=1)
             order = torch.argsort(assigned, stable=True)
             first = torch.zeros(len(self.centroids) + 1, dtype=torch.int64)
             first[1:] = torch.cumsum(torch.bincount(assigned, minlength=len(self.centroids)), dim=0)
-            kept = self.by_key[key] = (rows[order].contiguous(), norms[order], order, first.tolist())
+            squared = (norms[order] ** 2) if self.metric == "l2" else None
+            kept = self.by_key[key] = (space[order].contiguous(), squared, order, first.tolist())
         return kept
 
     def probes(self, depth: int) -> int:
@@ -126,7 +128,7 @@ class CollectionLists:
         """Each query's best ``depth`` rows of one keyed block among its probed lists: (values, positions in the
         block), ``-inf`` where the lists a query reads hold fewer rows. Each list any query reads is scored in place
         (a slice of the block in list order) for every query of the call, and masked for those that do not read it."""
-        ordered, ordered_norms, order, first = self._lists_of(key, rows, norms)
+        ordered, squared, order, first = self._lists_of(key, rows, norms)
         wanted = torch.nonzero(probed.any(dim=0)).flatten().tolist()  # the lists any query of the call reads
         spans = [(first[number], first[number + 1]) for number in wanted if first[number + 1] > first[number]]
         if not spans:
@@ -134,7 +136,9 @@ class CollectionLists:
             return empty, torch.zeros((len(queries), 0), dtype=torch.int64)
         scores, found = [], []
         for (start, stop), number in zip(spans, [n for n in wanted if first[n + 1] > first[n]], strict=True):
-            part = stored_scores(queries, ordered[start:stop], ordered_norms[start:stop], self.metric)
+            part = queries @ ordered[start:stop].T  # l2: 2 q.d - |d|^2, as the exact search ranks
+            if squared is not None:
+                part = 2 * part - squared[start:stop][None, :]
             if len(queries) > 1:
                 part = part.masked_fill(~probed[:, number : number + 1], float("-inf"))
             scores.append(part)
