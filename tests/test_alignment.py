@@ -161,6 +161,21 @@ def test_sinkhorn_plan_is_the_textbook_sweep_to_the_bit(max_iter):
     assert torch.equal(sinkhorn_plan(cost, epsilon, max_iter, tol), u[:, None] * kernel * v[None, :])
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_lower_median_is_torch_median_by_selection(dtype):
+    """``bootstrap_anchors`` scales its costs by ``lower_median`` (np.partition, not a sort): the element
+    ``torch.median`` gives, for odd and even counts, ties, and NaN."""
+    from latentstitch._core.numerics import lower_median
+
+    rng = np.random.default_rng(0)
+    for values in (rng.random((37, 11)), rng.random((40, 50)), rng.integers(0, 4, (30, 30)), rng.random(2)):
+        t = torch.as_tensor(values, dtype=dtype)
+        assert lower_median(t).dtype == dtype and torch.equal(lower_median(t), t.median())
+    with_nan = torch.as_tensor(rng.random(9), dtype=dtype)
+    with_nan[3] = torch.nan
+    assert torch.isnan(lower_median(with_nan))
+
+
 def test_bootstrap_anchors_errors():
     x = anisotropic(30, 4, 0)
     with pytest.raises(ValueError, match="seed_pairs: target index 30"):

@@ -18,6 +18,7 @@ import torch
 
 from latentstitch._core.arrays import ArrayLike
 from latentstitch._core.errors import ZeroNormError
+from latentstitch._core.numerics import lower_median
 from latentstitch._core.params import check_bool, check_positive_int
 from latentstitch.alignment._common import as_pairs, check_positive, space
 from latentstitch.relative import relative_projection
@@ -127,7 +128,7 @@ def _relative(x: torch.Tensor, rows: np.ndarray, center: bool, side: str) -> tor
 def _match(rel_s: torch.Tensor, rel_t: torch.Tensor, epsilon: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Mutual best matches of the transport plan between two clouds of relative vectors, with confidences."""
     cost = torch.cdist(rel_s, rel_t)
-    scale = cost.median()
+    scale = lower_median(cost)
     plan = sinkhorn_plan(cost / (scale if scale > 0 else 1.0), epsilon)
     best_t = plan.argmax(dim=1)
     best_s = plan.argmax(dim=0)
