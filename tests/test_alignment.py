@@ -138,6 +138,44 @@ def test_bootstrap_anchors_recovers_a_permutation_from_ten_seeds(seed):
     assert np.median(failed.confidence) < 0.5
 
 
+@pytest.mark.parametrize("max_iter", [1, 7, 100])
+def test_sinkhorn_plan_is_the_textbook_sweep_to_the_bit(max_iter):
+    """``sinkhorn_plan`` reuses each sweep's products (two a sweep, not four): the plan must be the textbook loop's
+    (u = a / (K v), v = b / (K^T u), u = a / (K v), stop when the column sums meet 1/m), bit for bit, whether it
+    stops on the tolerance (100 sweeps) or on ``max_iter`` (1, 7)."""
+    from latentstitch.alignment._bootstrap import sinkhorn_plan
+
+    cost = torch.as_tensor(np.random.default_rng(0).random((40, 70)), dtype=torch.float64)
+    epsilon, tol = 0.05, 1e-9
+    kernel = torch.exp(-(cost - cost.min(dim=1, keepdim=True).values) / epsilon)
+    a, b = 1.0 / 40, 1.0 / 70
+    v, sweeps = torch.ones(70, dtype=torch.float64), 0
+    for _ in range(max_iter):
+        u = a / (kernel @ v)
+        v = b / (kernel.T @ u)
+        u = a / (kernel @ v)
+        sweeps += 1
+        if float(((kernel.T @ u) * v / b - 1.0).abs().max()) < tol:
+            break
+    assert sweeps < 100 if max_iter == 100 else sweeps == max_iter  # both ways of stopping are exercised
+    assert torch.equal(sinkhorn_plan(cost, epsilon, max_iter, tol), u[:, None] * kernel * v[None, :])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_lower_median_is_torch_median_by_selection(dtype):
+    """``bootstrap_anchors`` scales its costs by ``lower_median`` (np.partition, not a sort): the element
+    ``torch.median`` gives, for odd and even counts, ties, and NaN."""
+    from latentstitch._core.numerics import lower_median
+
+    rng = np.random.default_rng(0)
+    for values in (rng.random((37, 11)), rng.random((40, 50)), rng.integers(0, 4, (30, 30)), rng.random(2)):
+        t = torch.as_tensor(values, dtype=dtype)
+        assert lower_median(t).dtype == dtype and torch.equal(lower_median(t), t.median())
+    with_nan = torch.as_tensor(rng.random(9), dtype=dtype)
+    with_nan[3] = torch.nan
+    assert torch.isnan(lower_median(with_nan))
+
+
 def test_bootstrap_anchors_errors():
     x = anisotropic(30, 4, 0)
     with pytest.raises(ValueError, match="seed_pairs: target index 30"):

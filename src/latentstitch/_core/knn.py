@@ -120,7 +120,10 @@ def csls_nearest(
             top = torch.topk(sims, near_target, dim=1).values
             r_target[start:stop], forward_best[start:stop] = top.mean(dim=1), top[:, 0]
             block_top = torch.topk(sims, min(near_source, stop - start), dim=0).values
-            column_top = torch.topk(torch.cat([column_top, block_top]), near_source, dim=0).values
+            if start == 0 and block_top.shape[0] == near_source:  # merging with the -inf start would return it
+                column_top = block_top
+            else:
+                column_top = torch.topk(torch.cat([column_top, block_top]), near_source, dim=0).values
             if small:
                 kept.append(sims)
         r_source, backward_best = column_top.mean(dim=0), column_top[0]

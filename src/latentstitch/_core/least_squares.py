@@ -5,6 +5,7 @@ data. A rank-deficient system warns (``RankDeficiencyWarning``) and is solved by
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -105,6 +106,33 @@ def _weighted_centred(a: torch.Tensor, b: torch.Tensor, weights: torch.Tensor | 
     return root * (a - mean_a), root * (b - mean_b), mean_a, mean_b, root
 
 
+@dataclass(frozen=True)
+class RidgeSvd:
+    """The thin SVD ``u diag(s) vh`` of weighted centred rows ``sqrt(w) (a - mean_a)`` with the weighted centred
+    targets, their projection ``u^T targets``, the means and ``root`` (``sqrt(w)`` as a column; ``weighted``:
+    whether weights were given): what
+    ``ridge_loo_errors`` and ``weighted_ridge`` both read, so a caller that wants both decomposes once
+    (``ridge_svd``)."""
+
+    u: torch.Tensor
+    s: torch.Tensor
+    vh: torch.Tensor
+    targets: torch.Tensor
+    projected: torch.Tensor
+    mean_a: torch.Tensor
+    mean_b: torch.Tensor
+    root: torch.Tensor
+    weighted: bool
+
+
+def ridge_svd(a: torch.Tensor, b: torch.Tensor, weights: torch.Tensor | None = None) -> RidgeSvd:
+    """The decomposition every ridge of ``b ~ a @ coef + intercept`` (unpenalised intercept, row weights ``w``) is
+    read from, in float64."""
+    rows, targets, mean_a, mean_b, root = _weighted_centred(a, b, weights)
+    u, s, vh = torch.linalg.svd(rows, full_matrices=False)
+    return RidgeSvd(u, s, vh, targets, u.T @ targets, mean_a, mean_b, root, weights is not None)
+
+
 def ridge_loo_errors(
     a: torch.Tensor,
     b: torch.Tensor,
@@ -124,20 +152,28 @@ def ridge_loo_errors(
     on the rows times ``sqrt(w)``, whose hat matrix has ``sqrt(w) sqrt(w)^T / sum w`` for the intercept; row i's
     held-out residual is then ``r_i / (1 - H_ii)`` in its own units. ``scored`` (n,) bool: average over these rows
     only (the others still fit); ``column_scale`` (q,) > 0: each target column's residual divided by it first."""
-    n = a.shape[0]
-    rows, targets, _, _, root = _weighted_centred(a, b, weights)
-    u, s, _ = torch.linalg.svd(rows, full_matrices=False)
-    projected = u.T @ targets  # (r, q)
-    base = root[:, 0] ** 2 / (root[:, 0] ** 2).sum() if weights is not None else torch.full_like(root[:, 0], 1.0 / n)
-    keep = slice(None) if scored is None else scored
+    return loo_errors_from_svd(ridge_svd(a, b, weights), alphas, scored=scored, column_scale=column_scale)
+
+
+def loo_errors_from_svd(
+    svd: RidgeSvd, alphas: np.ndarray, *, scored: torch.Tensor | None = None, column_scale: torch.Tensor | None = None
+) -> np.ndarray:
+    """``ridge_loo_errors`` from the rows' decomposition (``ridge_svd``). Only the scored rows' residuals and
+    leverages are computed: each is its own row of the hat matrix, which the other rows do not change."""
+    u, s, targets, projected, root = svd.u, svd.s, svd.targets, svd.projected, svd.root
+    n = u.shape[0]
+    base = root[:, 0] ** 2 / (root[:, 0] ** 2).sum() if svd.weighted else torch.full_like(root[:, 0], 1.0 / n)
+    if scored is not None:
+        u, targets, root, base = u[scored], targets[scored], root[scored], base[scored]
+    squares = u**2
     out = np.empty(alphas.size)
     for j, alpha in enumerate(alphas):
         shrink = s**2 / (s**2 + float(alpha))
         residual = targets - u @ (shrink[:, None] * projected)
-        if weights is not None:
+        if svd.weighted:
             residual = residual / root
-        leverage = base + (u**2) @ shrink
-        held = (residual / (1.0 - leverage)[:, None])[keep]
+        leverage = base + squares @ shrink
+        held = residual / (1.0 - leverage)[:, None]
         if column_scale is not None:
             held = held / column_scale
         out[j] = float((held**2).mean())
@@ -150,10 +186,14 @@ def weighted_ridge(
     """``(coef, intercept)`` of weighted ridge least squares ``b ~ a @ coef + intercept`` (the intercept not
     penalised; ``alpha`` added to the singular values squared of the weighted centred rows, as ``ridge_loo_errors``),
     in float64."""
-    rows, targets, mean_a, mean_b, _ = _weighted_centred(a, b, weights)
-    u, s, vh = torch.linalg.svd(rows, full_matrices=False)
-    coef = vh.T @ ((s / (s**2 + float(alpha)))[:, None] * (u.T @ targets))
-    return coef, mean_b - mean_a @ coef
+    return ridge_from_svd(ridge_svd(a, b, weights), alpha)
+
+
+def ridge_from_svd(svd: RidgeSvd, alpha: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``weighted_ridge`` from the rows' decomposition (``ridge_svd``)."""
+    s, vh = svd.s, svd.vh
+    coef = vh.T @ ((s / (s**2 + float(alpha)))[:, None] * svd.projected)
+    return coef, svd.mean_b - svd.mean_a @ coef
 
 
 class RankDeficiencyWarning(UserWarning):

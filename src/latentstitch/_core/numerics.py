@@ -131,6 +131,19 @@ def _gesvd(array: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     return tuple(torch.from_numpy(np.ascontiguousarray(f)) for f in factors)
 
 
+def lower_median(t: torch.Tensor) -> torch.Tensor:
+    """``t.median()``: the lower of the two middle values of all elements (NaN when one is NaN), as a 0-d tensor. On
+    the CPU, found by selection (``np.partition``, O(n)) instead of torch's sort: the same element, a quarter of the
+    time on a million float64 costs."""
+    if t.device.type != "cpu" or t.dtype not in _NUMPY_DTYPES or t.numel() == 0 or t.requires_grad:
+        return t.median()
+    flat = t.reshape(-1).numpy()
+    if np.isnan(flat).any():
+        return t.median()
+    middle = (flat.size - 1) // 2
+    return torch.as_tensor(np.partition(flat, middle)[middle], dtype=t.dtype)
+
+
 def eigh(m: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Eigenvalues (ascending) and eigenvectors of a symmetric 2-D tensor; float64 on the CPU by numpy's LAPACK when
     no gradient is needed (1.25x faster than torch's here on 768 x 768; torch's is the faster in float32), else

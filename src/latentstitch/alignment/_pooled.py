@@ -42,7 +42,7 @@ import torch
 
 from latentstitch._core.arrays import ArrayLike, check_same_rows, wrap_like
 from latentstitch._core.knn import csls_nearest
-from latentstitch._core.least_squares import ridge_loo_errors, weighted_ridge
+from latentstitch._core.least_squares import loo_errors_from_svd, ridge_from_svd, ridge_svd
 from latentstitch._core.numerics import matmul, unit_rows
 from latentstitch._core.params import (
     Rule,
@@ -326,7 +326,7 @@ def _matching_key(tensors: tuple[torch.Tensor, ...], params: tuple) -> bytes | N
     the tensors to the host, and there the matching is cheap)."""
     if any(t.device.type != "cpu" for t in tensors):
         return None
-    digest = hashlib.blake2b(repr(params).encode(), digest_size=32)
+    digest = hashlib.sha256(repr(params).encode())  # twice blake2b's speed here (the CPU's SHA instructions)
     for t in tensors:
         digest.update(f"{t.dtype}{tuple(t.shape)}".encode())
         digest.update(memoryview(t.detach().contiguous().numpy()).cast("B"))
@@ -434,11 +434,11 @@ class SelfLearning(PoolAlignment):
         generator = torch.Generator(device=px.device).manual_seed(check_seed(self.random_state, "random_state"))
         keep, best, last_improvement, it, end = self.stochastic_initial, -math.inf, 0, 1, False
         i = j = None
+        cross = matmul(x.T, y)  # the pairs stay in the dictionary; the induced pairs join them
         while True:
             if it - last_improvement > self.stochastic_interval:
                 end = keep >= 1.0
                 keep, last_improvement = min(1.0, self.stochastic_multiplier * keep), it
-            cross = matmul(x.T, y)  # the pairs stay in the dictionary; the induced pairs join them
             rotation = orthogonal_factor(cross if i is None else cross + matmul(px[i].T, py[j]))
             if end or it > self.max_iter:
                 break
@@ -632,11 +632,12 @@ class PoolRidge(PoolAlignment):
         scored[: s.shape[0]] = True
         trace = float(_weighted_trace(a, weights))
         alphas = ridges * trace / a.shape[1]
-        errors = ridge_loo_errors(a, b, alphas, weights=weights, scored=scored, column_scale=spread)
+        decomposed = ridge_svd(a, b, weights)  # one SVD for the path and the chosen map
+        errors = loo_errors_from_svd(decomposed, alphas, scored=scored, column_scale=spread)
         # the larger of equal ones: the stabler fit (a ridge of 0 that leaves a pair all its own weight scores inf)
         finite = np.where(np.isfinite(errors), errors, np.inf)
         best = int(np.flatnonzero(finite == finite.min()).max())
-        coef, intercept = weighted_ridge(a, b, float(alphas[best]), weights)
+        coef, intercept = ridge_from_svd(decomposed, float(alphas[best]))
         self._finish_affine(coef, intercept, source, exponents)
         self.ridge_ = float(ridges[best])
         self.loo_mse_ = errors.tolist()
