@@ -134,7 +134,8 @@ def test_an_apply_to_an_output_another_holds_is_refused_naming_it(saved, corpus,
     work = work_folder(tmp_path / "new.npy")
     work.mkdir()
     with hold_lock(work / "lock", "held"):
-        with pytest.raises(FolderBusy, match=r"output: '.*new.npy' is being written by another apply .*process"):
+        holder = rf"\(process {os.getpid()}, started \d{{4}}-\d\d-\d\d "  # the holder read back from the lock
+        with pytest.raises(FolderBusy, match=rf"output: '.*new.npy' is being written by another apply .*{holder}"):
             apply_migration(migration, path, open_store(tmp_path / "old.npy"), tmp_path / "new.npy", chunk_rows=100)
     assert not (tmp_path / "new.npy").exists()
 

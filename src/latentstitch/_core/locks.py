@@ -74,8 +74,9 @@ def hold_lock(path: str | os.PathLike, busy: str, wait: float = 0.0) -> Iterator
     else:
         raise FolderBusy(f"{busy} (its lock file keeps being replaced)")
     try:
-        os.ftruncate(descriptor, 0)
-        os.write(descriptor, f"{os.getpid()} {time.time():.0f}\n".encode())
+        # the holder, for a busy message: one fixed-width record over whatever the last holder wrote (no truncate: a
+        # truncation is a metadata write the cascade's write-back paid on every search)
+        os.pwrite(descriptor, f"{os.getpid():>12} {time.time():>14.0f}\n".encode(), 0)
         yield
     finally:
         os.close(descriptor)  # closing releases the lock

@@ -417,7 +417,10 @@ class FaissCollection(NewCollection):
         if not self.path.exists():
             self._rewrite(ids, vectors)
             return
-        self._write_part(ids, vectors)
+        name = self._write_part(ids, vectors)
+        with self._lock_state:  # what was just written is known: not read back from disk
+            self._parts[name] = (ids, vectors)
+            self._part_rows.update(zip(ids.tolist(), vectors, strict=True))
         names = self._part_names()
         part_rows = len(self._read_parts())
         base_rows = len(self._read_base()[3])
@@ -426,13 +429,16 @@ class FaissCollection(NewCollection):
         elif len(names) >= self.MERGE_PARTS:
             self._merge_parts(names)
 
-    def _write_part(self, ids: np.ndarray, vectors: np.ndarray, names: list[str] | None = None) -> None:
+    def _write_part(self, ids: np.ndarray, vectors: np.ndarray, names: list[str] | None = None) -> str:
+        """A part file of these rows (atomically, under a name never used again); its name."""
         self.parts_folder.mkdir(exist_ok=True)
         sequence = max((int(name.split("-")[1]) for name in (names or self._part_names())), default=0) + 1
         data = np.empty(len(ids), dtype=[("id", "<i8"), ("vector", "<f4", (self.dimension,))])
         data["id"], data["vector"] = ids, vectors
-        with atomic_path(self.parts_folder / f"part-{sequence:09d}-{uuid.uuid4().hex}.npy", option=self.option) as tmp:
+        name = f"part-{sequence:09d}-{uuid.uuid4().hex}.npy"
+        with atomic_path(self.parts_folder / name, option=self.option) as tmp:
             np.save(tmp, data, allow_pickle=False)  # the temporary path keeps the .npy suffix: saved as named
+        return name
 
     def _merge_parts(self, names: list[str]) -> None:
         """Under the lock: the parts ``names`` written as one (then removed)."""
