@@ -8,10 +8,11 @@ import numpy as np
 import torch
 
 from latentstitch._core.arrays import ArrayLike, wrap_like
+from latentstitch._core.kmeans import kmeans
 from latentstitch._core.knn import mutual_nearest
 from latentstitch._core.numerics import matmul, rescaled_row_norms, unit_rows
 from latentstitch._core.params import Rule, check_bool, check_positive_int, check_seed, rule
-from latentstitch.alignment._clusters import cluster_means, kmeans, principal_axes, project
+from latentstitch.alignment._clusters import cluster_means, principal_axes, project
 from latentstitch.alignment._common import (
     check_rotation_shape,
     mean_of_neighbours,

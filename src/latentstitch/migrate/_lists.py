@@ -5,7 +5,7 @@ The exact search of the collection (``_cascade``) multiplies every row it holds 
 re-embedded (a FAISS collection of 50,000 rows and growing), one query a call, it cost 7-10x the old IVF store's own
 search (results/migration/cascade-union). ``CollectionLists`` partitions the rows of the collection's keyed blocks
 (``NewCollection.blocks`` with a key: content that never changes, a FAISS collection's index file and part files)
-as FAISS's ``IndexIVFFlat`` does: k-means centroids in the metric's space (``alignment._clusters.kmeans``, seeded, 10
+as FAISS's ``IndexIVFFlat`` does: k-means centroids in the metric's space (``_core.kmeans``, seeded, 10
 Lloyd iterations from distinct sampled rows, on ``SAMPLE_PER_LIST`` rows per list), about sqrt(rows) lists (at
 most ``MAX_LISTS``), each row in the list of its best centroid, and each query reads the rows of its ``probes`` best
 lists exactly (``probes``: at least ``MIN_PROBES``, and enough lists to hold ``ROWS_PER_DEPTH`` x depth rows on
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from latentstitch.alignment._clusters import kmeans
+from latentstitch._core.kmeans import kmeans
 
 #: Keyed rows from which a collection's search reads inverted lists instead of every row.
 LIST_ROWS = 32768
