@@ -11,8 +11,8 @@ import torch
 from threadpoolctl import threadpool_limits
 
 from latentstitch._core import knn
+from latentstitch._core.kmeans import kmeans
 from latentstitch.alignment import UnpairedAlignment
-from latentstitch.alignment._clusters import kmeans
 from latentstitch.alignment._common import orthogonal_factor, orthogonal_on_rows
 from latentstitch.alignment._matching import match_by_structure, qap_objective, swap_gains
 
