@@ -40,6 +40,8 @@ from pathlib import Path
 
 import numpy as np
 
+from latentstitch._core.provenance import provenance_line
+
 RUN_BY_DEFAULT = False
 DEFAULT_OUT = "latentstitch-results/migration-choice"
 #: Development pairs (not in ``migration_peers.PAIRS``): set, old encoder, new encoder.
@@ -189,7 +191,8 @@ def run(args) -> None:
                     flush=True,
                 )
                 (out_dir / "results.json").write_text(json.dumps({"set": args.set, "runs": runs}, indent=1))
-                (out_dir / "results.md").write_text("\n".join(table(runs, peers)) + "\n")
+                head = [f"# Route choice without a query log ({args.set} pairs)", "", provenance_line(args.command), ""]
+                (out_dir / "results.md").write_text("\n".join([*head, *table(runs, peers)]) + "\n")
     print("\n".join(table(runs, peers)))
     if args.quick:
         print("--quick: one pair, one budget, one seed: too short for verdicts")
