@@ -353,6 +353,7 @@ def fit_cases() -> list[Case]:
         "folds": (0, 1, 2.5, "3", N + 1),
         "inner_folds": (0, 1.5),
         "seed": (-1, None),
+        "choose": ("queries", None),
         "queries": ("queries", 3),
         "holdout_ids": (sample_ids, [10**9]),  # everything held out; an id not in the sample
     }

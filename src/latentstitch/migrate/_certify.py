@@ -45,6 +45,7 @@ from latentstitch.migrate._retrieval import (
     ranks,
     search,
     summarise,
+    without_self,
 )
 
 
@@ -232,18 +233,8 @@ def _headline_figures(migration, old, migrated, new_by_row, sample_rows, q_new, 
     }
     if not documents:
         return [(ranks(found[name](10), rel_local) <= 10).astype(float) for name in ("migrated", "old", "reembedded")]
-    lists = {name: _without_self(search_k(11), rel_local) for name, search_k in found.items()}
+    lists = {name: without_self(search_k(11), rel_local) for name, search_k in found.items()}
     return [overlap(lists[name], lists["reembedded"]) for name in ("migrated", "old", "reembedded")]
-
-
-def _without_self(top: np.ndarray, self_rows: np.ndarray) -> np.ndarray:
-    """Each row's top list without the query's own item, cut to one shorter than the list searched (10)."""
-    k = top.shape[1] - 1
-    out = np.empty((len(top), k), dtype=top.dtype)
-    for i, (row, own) in enumerate(zip(top, self_rows, strict=True)):
-        rest = row[row != own]
-        out[i] = rest[:k]
-    return out
 
 
 def _measure_set(

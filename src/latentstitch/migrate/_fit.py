@@ -12,7 +12,9 @@ document (its new vector as the query) and every held-out labelled query must fi
 indexed ones (MRR@10), with the other folds' documents re-embedded as ``apply`` would leave them. With labelled
 queries the mode is chosen on the queries' MRR@10 alone: a document finding itself says little about queries written
 in other words (issue 40: that choice picked the weaker mode), and so is each mode's route: every route is
-cross-validated on the labelled queries (without them, the bridge's own cross-validation chooses the route).
+cross-validated on the labelled queries. Without them, each mode's route is the one whose held-out bridged vectors
+are closest to the true ones (cosine; ``choose="fidelity"``): a document finding itself prefers Procrustes-family
+maps, which a plain RidgeCV beats on real queries (issue 40).
 
 ``refit_migration``: once certified, the chosen bridges refitted on every re-embedded item (the held-out ones too)."""
 
@@ -38,7 +40,17 @@ from latentstitch.migrate._inputs import (
     warn_or_refuse,
 )
 from latentstitch.migrate._migration import MODES, CurveMeasure, Migration
-from latentstitch.migrate._retrieval import check_metric, per_query, positions, prepare, ranks, search
+from latentstitch.migrate._retrieval import (
+    K,
+    check_metric,
+    overlap,
+    per_query,
+    positions,
+    prepare,
+    ranks,
+    search,
+    without_self,
+)
 
 #: The index rows the cross-validation searches at most (the sample's documents and random others).
 MAX_INDEX = 20_000
@@ -202,10 +214,22 @@ def fit_migration(
     folds: int = 5,
     inner_folds: int = 3,
     seed: int = 0,
+    choose: str = "fidelity",
 ) -> Migration:
     """Fit both modes' bridges on the re-embedded sample (minus ``holdout_ids``, kept for ``certify``) and choose
-    the mode by ``folds``-fold cross-validation of MRR@10 over the whole index (see the module docstring)."""
+    the mode by ``folds``-fold cross-validation of MRR@10 over the whole index (see the module docstring).
+
+    ``choose``: how the route and the mode are chosen without labelled queries (with them, always on the queries):
+    ``"fidelity"`` (default), each mode's route by the held-out bridged vectors' cosine to the true ones
+    (``_route_by_fidelity``), the mode by MRR@10 over the whole index; ``"self"``, the route by the bridge's own
+    cross-validation (each re-embedded item finding itself), the mode likewise; ``"neighbours"``, every route in both
+    modes by the held-out items' overlap@10 with the new model's own top 10 among the re-embedded items
+    (``neighbour_overlap``). On pairs not in ``benchmarks/migration_peers.py`` (``benchmarks/migration_choice.py``,
+    ``DEV``), ``fidelity`` kept more of a full re-embed's Recall@10 of real queries than ``self`` at 5% and 10%
+    re-embedded and ``neighbours`` less (``results/migration/choice``)."""
     check_metric(metric)
+    if choose not in CHOICES:
+        raise ValueError(f"choose: expected one of {', '.join(CHOICES)}, got {choose!r}")
     check_seed(seed)
     modes = [modes] if isinstance(modes, str) else list(modes)  # one mode by name, like routes
     if not modes:
@@ -239,6 +263,8 @@ def fit_migration(
         source_old = np.concatenate([source_old, prepare(queries.old, metric).numpy()])
         source_new = np.concatenate([source_new, prepare(queries.new, metric).numpy()])
     inner_folds, fewer_folds = _inner_folds(inner_folds, len(source_old))
+    choice_note = None
+    fidelity_notes: list[str] = []
     if queries is not None and queries.relevant is not None and len(routes) > 1:
         # labelled queries: each route is cross-validated on them (what users send), not on the bridge's own score
         bridges, scores, learning = _routes_on_queries(
@@ -253,12 +279,26 @@ def fit_migration(
             seed,
             inner_folds,
         )
+    elif choose == "fidelity":
+        bridges, choice_note = {}, None
+        for mode in modes:
+            bridges[mode], said = _route_by_fidelity(mode, source_old, source_new, routes, seed, inner_folds, old_n)
+            fidelity_notes.append(said)
+        scores, learning = _cross_validate(old_n, rows, new_n, queries, index_ids, bridges, metric, folds, seed)
+    elif choose == "neighbours":
+        bridges, neighbours, choice_note = _routes_on_neighbours(
+            modes, routes, (source_old, source_new), (old_n, rows, new_n), metric, folds, seed, inner_folds
+        )
+        scores, learning = _cross_validate(old_n, rows, new_n, queries, index_ids, bridges, metric, folds, seed)
     else:
         bridges = {}
         for mode in modes:  # each mode's route is chosen once, by the bridge's own cross-validation on every pair
             bridges[mode] = _bridge(mode, source_old, source_new, routes, seed, inner_folds, old_n)
         scores, learning = _cross_validate(old_n, rows, new_n, queries, index_ids, bridges, metric, folds, seed)
-    chosen = max(modes, key=lambda m: float(np.mean(scores[m])))
+    if choice_note is None:
+        chosen = max(modes, key=lambda m: float(np.mean(scores[m])))
+    else:  # the mode whose route keeps the new model's neighbours best
+        chosen = max(modes, key=lambda m: neighbours[m])
     return Migration(
         mode=chosen,
         metric=metric,
@@ -269,9 +309,94 @@ def fit_migration(
         n_queries=0 if queries is None else len(queries.new),
         old_dimension=old.shape[1],
         new_dimension=new.shape[1],
-        notes=[note for note in (warning, fewer_folds) if note],
+        notes=[note for note in (warning, fewer_folds, choice_note, *fidelity_notes) if note],
         holdout_ids=[str(i) for i in held_ids.tolist()],
     )
+
+
+#: How ``fit_migration`` chooses the route and the mode without labelled queries.
+CHOICES = ("self", "fidelity", "neighbours")
+
+
+def _route_by_fidelity(mode, old, new, routes, seed, inner_folds, index) -> tuple[Bridge, str]:
+    """The mode's bridge on the route whose held-out bridged vectors are closest to the true ones (the bridge's own
+    cross-validated mean cosine, ``Bridge.routes_``): the best estimate of each item's other-model vector, so an
+    index searched with it ranks items by their expected similarity to the query. A blend (``ensemble``) is not a
+    candidate (refitted alone it has nothing to blend). Returns the bridge and a note naming each route's figure."""
+    bridge = _bridge(mode, old, new, routes, seed, inner_folds, index)
+    rows = [
+        row
+        for row in bridge.routes_
+        if row.fitted and row.cosine is not None and resolve_routes(row.route)[0].stack is None
+    ]
+    if not rows:
+        return bridge, f"{mode}-side: no route scored a held-out cosine; the bridge's own choice kept"
+    best = max(rows, key=lambda row: row.cosine[0])
+    if best.route != bridge.route_:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            bridge = _bridge(mode, old, new, [best.route], seed, inner_folds, index)
+    figures = ", ".join(f"{row.route} {row.cosine[0]:.3f}" for row in rows)
+    return bridge, f"{mode}-side route chosen by the held-out bridged vectors' cosine to the true ones ({figures})"
+
+
+def neighbour_overlap(mode, estimator_of, old, new, folds, seed, metric) -> np.ndarray:
+    """Per re-embedded item, the overlap of its top 10 (the item itself left out) with the new model's own top 10
+    among the re-embedded items (Drift-Adapter's protocol, as the certificate's decision reads it without labels):
+    each item's bridged vector comes from the route fitted on the other folds (``estimator_of(source, target)``),
+    so the sample is searched as the bridged index will be. Corpus-side: the item's new vector searches the items'
+    bridged old vectors; query-side: its bridged new vector searches the items' old vectors. ``old``, ``new``: the
+    items' vectors as the metric reads them (``prepare``)."""
+    parts = kfold(len(old), folds, seed, name="folds", min_rows=2)
+    source, target = _pairs(mode, old, new)
+    bridged = np.empty((len(old), target.shape[1]), dtype=np.float32)
+    for fold, held in enumerate(parts):
+        train = training_rows(parts, fold)
+        bridged[held] = np.asarray(estimator_of(source[train], target[train]).transform(source[held]))
+    k = min(K, len(old) - 1)
+    own = np.arange(len(old))
+    reference = without_self(search(new, new, k + 1, metric), own)
+    found = search(new, bridged, k + 1, metric) if mode == "corpus" else search(bridged, old, k + 1, metric)
+    return overlap(without_self(found, own), reference)
+
+
+def _routes_on_neighbours(modes, routes, pairs, index, metric, folds, seed, inner_folds):
+    """Per mode, the route whose bridged sample keeps the new model's neighbours best (``neighbour_overlap`` on the
+    fit part's documents, the same folds for every route), each route's bridge fitted on every pair (its parameters
+    chosen by its own cross-validation); a route that cannot be fitted alone (``ensemble``) is left out. Returns the
+    bridges, each mode's best mean overlap and a note naming every route's figure."""
+    old_n, rows, new_n = index
+    best: dict[str, tuple[float, Bridge]] = {}
+    figures: dict[str, list[str]] = {mode: [] for mode in modes}
+    failures = []
+    for route in routes:
+        for mode in modes:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    bridge = _bridge(mode, *pairs, [route], seed, inner_folds, old_n)
+                    values = neighbour_overlap(
+                        mode,
+                        lambda s, t, b=bridge: clone(b.estimator_).fit(s, t),
+                        old_n[rows],
+                        new_n,
+                        folds,
+                        seed,
+                        metric,
+                    )
+            except ValueError as error:
+                failures.append(f"{route}: {error}")
+                break
+            score = float(values.mean())
+            figures[mode].append(f"{route} {score:.3f}")
+            if mode not in best or score > best[mode][0]:
+                best[mode] = (score, bridge)
+    if set(best) != set(modes):
+        raise ValueError(f"routes: no route could be fitted on the pairs ({'; '.join(failures)})")
+    note = "route and mode chosen by the held-out re-embedded items' overlap@10 with the new model's own top 10 " + (
+        "among them (" + "; ".join(f"{mode}-side: {', '.join(figures[mode])}" for mode in modes) + ")"
+    )
+    return {m: best[m][1] for m in modes}, {m: best[m][0] for m in modes}, note
 
 
 def _routes_on_queries(modes, routes, pairs, index, queries, index_ids, metric, folds, seed, inner_folds):

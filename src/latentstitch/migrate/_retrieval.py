@@ -121,6 +121,16 @@ def overlap(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return (first[:, :, None] == second[:, None, :]).any(axis=2).sum(axis=1) / k
 
 
+def without_self(top: np.ndarray, self_rows: np.ndarray) -> np.ndarray:
+    """Each row's top list without the query's own item, cut to one shorter than the list searched (10)."""
+    k = top.shape[1] - 1
+    out = np.empty((len(top), k), dtype=top.dtype)
+    for i, (row, own) in enumerate(zip(top, self_rows, strict=True)):
+        rest = row[row != own]
+        out[i] = rest[:k]
+    return out
+
+
 @dataclass(frozen=True)
 class Interval:
     """A mean over queries with its percentile-bootstrap interval (``level``), over ``n`` queries."""
