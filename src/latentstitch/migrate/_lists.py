@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from latentstitch._core.kmeans import kmeans
+from latentstitch.migrate._retrieval import stored_scores
 
 #: Keyed rows from which a collection's search reads inverted lists instead of every row.
 LIST_ROWS = 32768
@@ -62,20 +63,24 @@ class CollectionLists:
         self.metric, self.seed = metric, seed
         self.centroids: torch.Tensor | None = None
         self.fitted_rows = 0
-        #: block key -> (each row's list, the rows in list order, each list's first position in that order)
-        self.by_key: dict[Any, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+        #: block key -> ``_lists_of``'s (rows in list order, their norms, their positions in the block, each list's
+        #: first position in that order)
+        self.by_key: dict[Any, tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]] = {}
 
     def _space(self, rows: torch.Tensor, norms: torch.Tensor) -> torch.Tensor:
         """The rows where the lists are drawn: unit rows for cosine, as stored otherwise."""
         return rows / norms.clamp_min(1e-12)[:, None] if self.metric == "cosine" else rows
 
+    @property
+    def _scored_as(self) -> str:
+        """How rows in ``_space`` are scored: by inner product (ip; cosine, whose rows there are unit), else l2."""
+        return "l2" if self.metric == "l2" else "ip"
+
     def _centroid_scores(self, x: torch.Tensor) -> torch.Tensor:
         """(n, lists): larger is closer; inner product for ip (as FAISS's IVF of inner product), else the
         Euclidean order ``2 x.c - |c|^2`` (for unit rows, the cosine's)."""
-        scores = x @ self.centroids.T
-        if self.metric == "ip":
-            return scores
-        return 2 * scores - (self.centroids * self.centroids).sum(dim=1)[None, :]
+        norms = torch.linalg.vector_norm(self.centroids, dim=1)
+        return stored_scores(x, self.centroids, norms, "ip" if self.metric == "ip" else "l2")
 
     def fit(self, blocks: list[tuple[Any, torch.Tensor, torch.Tensor]]) -> None:
         """The centroids from a seeded sample of the keyed blocks' rows ((key, rows, norms) each)."""
@@ -97,8 +102,8 @@ class CollectionLists:
 
     def _lists_of(self, key: Any, rows: torch.Tensor, norms: torch.Tensor):
         """A keyed block's rows in list order, as the metric scores them (unit rows for cosine; a copy, kept: a probed
-        list is then one contiguous slice), for l2 their squared norms, their positions in the block, and each list's
-        first position (lists + 1)."""
+        list is then one contiguous slice), their norms, their positions in the block, and each list's first position
+        (lists + 1)."""
         kept = self.by_key.get(key)
         if kept is None:
             space = self._space(rows, norms)
@@ -106,8 +111,7 @@ class CollectionLists:
             order = torch.argsort(assigned, stable=True)
             first = torch.zeros(len(self.centroids) + 1, dtype=torch.int64)
             first[1:] = torch.cumsum(torch.bincount(assigned, minlength=len(self.centroids)), dim=0)
-            squared = (norms[order] ** 2) if self.metric == "l2" else None
-            kept = self.by_key[key] = (space[order].contiguous(), squared, order, first.tolist())
+            kept = self.by_key[key] = (space[order].contiguous(), norms[order], order, first.tolist())
         return kept
 
     def probes(self, depth: int) -> int:
@@ -128,17 +132,16 @@ class CollectionLists:
         """Each query's best ``depth`` rows of one keyed block among its probed lists: (values, positions in the
         block), ``-inf`` where the lists a query reads hold fewer rows. Each list any query reads is scored in place
         (a slice of the block in list order) for every query of the call, and masked for those that do not read it."""
-        ordered, squared, order, first = self._lists_of(key, rows, norms)
+        ordered, ordered_norms, order, first = self._lists_of(key, rows, norms)
         wanted = torch.nonzero(probed.any(dim=0)).flatten().tolist()  # the lists any query of the call reads
-        spans = [(first[number], first[number + 1]) for number in wanted if first[number + 1] > first[number]]
-        if not spans:
+        wanted = [number for number in wanted if first[number + 1] > first[number]]  # those holding rows
+        if not wanted:
             empty = torch.full((len(queries), 0), float("-inf"))
             return empty, torch.zeros((len(queries), 0), dtype=torch.int64)
         scores, found = [], []
-        for (start, stop), number in zip(spans, [n for n in wanted if first[n + 1] > first[n]], strict=True):
-            part = queries @ ordered[start:stop].T  # l2: 2 q.d - |d|^2, as the exact search ranks
-            if squared is not None:
-                part = 2 * part - squared[start:stop][None, :]
+        for number in wanted:
+            start, stop = first[number], first[number + 1]
+            part = stored_scores(queries, ordered[start:stop], ordered_norms[start:stop], self._scored_as)
             if len(queries) > 1:
                 part = part.masked_fill(~probed[:, number : number + 1], float("-inf"))
             scores.append(part)
