@@ -305,7 +305,7 @@ class FaissCollection(NewCollection):
     def __init__(self, path: Path, store: VectorStore, dimension: int, metric: str, option: str):
         super().__init__(path, store, dimension, metric, option)
         self.lib = require("faiss", "faiss", package="faiss-cpu")
-        self._base: tuple | None = None  # (stat, owner, index, held ids, vectors, sort order of held)
+        self._base: tuple | None = None  # (stat, owner, index, held ids, vectors, sort order of held, held sorted)
         self._parts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._part_rows: dict[int, np.ndarray] = {}  # id -> its vector, over the parts read
         self._part_rows_kept: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # (part, file key) -> rows not in it
@@ -328,12 +328,12 @@ class FaissCollection(NewCollection):
     def _read_base(self) -> tuple:
         """The index file (cached while its size, inode and time are the ones read): its owning object, its id-map
         view (which points into the owner: both are kept together), its ids, its vectors (a view of the owner's
-        memory), their sort."""
+        memory), their sort and the ids in that order."""
         try:
             stat = self.path.stat()
             size = (stat.st_size, stat.st_ino, stat.st_mtime_ns)  # rows only grow: the size alone tells a rewrite
         except FileNotFoundError:
-            return (None, None, None, np.zeros(0, np.int64), None, np.zeros(0, np.int64))
+            return (None, None, None, np.zeros(0, np.int64), None, np.zeros(0, np.int64), np.zeros(0, np.int64))
         base = self._base
         if base is None or base[0] != size:
             owner = self._read()
@@ -346,7 +346,8 @@ class FaissCollection(NewCollection):
                 vectors = self.lib.rev_swig_ptr(flat.get_xb(), len(held) * index.d).reshape(len(held), index.d)
             else:
                 vectors = flat.reconstruct_n(0, index.ntotal) if len(held) else None
-            base = (size, owner, index, held, vectors, np.argsort(held, kind="stable"))
+            order = np.argsort(held, kind="stable")
+            base = (size, owner, index, held, vectors, order, held[order])
             self._base = base
         return base
 
@@ -388,10 +389,9 @@ class FaissCollection(NewCollection):
     def _in_file(self, ids: np.ndarray, base: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Which ``ids`` the index file (``base``, default as read now) holds, and where (their rows in it, meaningful
         where held): a binary search in the file's sorted ids (``np.isin`` sorted them again on every call)."""
-        _, _, _, held, _, order = base if base is not None else self._read_base()
+        _, _, _, held, _, order, ordered = base if base is not None else self._read_base()
         if not len(held):
             return np.zeros(len(ids), bool), np.zeros(len(ids), np.int64)
-        ordered = held[order]
         where = np.clip(np.searchsorted(ordered, ids), 0, len(held) - 1)
         return ordered[where] == ids, order[where]
 
@@ -506,7 +506,7 @@ class FaissCollection(NewCollection):
         block's start), then each part file's rows the file does not hold (keyed by the part's name, never reused,
         and the file's key): a search that kept what it computed of a block reads only the parts written since."""
         base = self._read_base()
-        size, _, _, held, stored, _ = base
+        size, _, _, held, stored, _, _ = base
         for start in range(0, len(held), rows):
             yield (size, start), held[start : start + rows], stored[start : start + rows]
         self._read_parts()
