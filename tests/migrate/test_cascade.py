@@ -257,25 +257,17 @@ def test_a_document_the_bridge_cannot_recall_is_found_in_the_new_collection(para
     assert ids[target] not in recalled  # the old store's candidates cannot hold it
     collection = open_collection(new_path, store, migration.new_dimension, "cosine")
     collection.add_missing(ids[[target]], corpus.new[[target]])  # re-embedded up front (the plan's sample)
-    result = migration.search(
-        queries,
-        5,
-        store=store,
-        new_store=collection,
-        depth=40,
-        new_vectors=lambda wanted: corpus.new[np.searchsorted(ids, np.asarray(wanted).astype(np.int64))],
-    )
+
+    def search(**options):
+        new_vectors = lambda wanted: corpus.new[np.searchsorted(ids, np.asarray(wanted).astype(np.int64))]  # noqa: E731
+        return migration.search(
+            queries, 5, store=store, new_store=collection, depth=40, new_vectors=new_vectors, **options
+        )
+
+    result = search()
     assert result.ids[0, 0] == ids[target]  # the new model's best answer, which the bridge alone loses
     assert result.from_collection == 1
-    alone = migration.search(
-        queries,
-        5,
-        store=store,
-        new_store=collection,
-        depth=40,
-        new_vectors=lambda wanted: corpus.new[np.searchsorted(ids, np.asarray(wanted).astype(np.int64))],
-        collection_search=False,  # the old store's answers alone: the cheaper search loses it again
-    )
+    alone = search(collection_search=False)  # the old store's answers alone: the cheaper search loses it again
     assert ids[target] not in alone.ids and alone.from_collection == 0
     with pytest.raises(ValueError, match="collection_search: expected True, False or one of 'auto', 'exact'"):
         migration.search(queries, 5, store=store, new_store=collection, collection_search="no")
