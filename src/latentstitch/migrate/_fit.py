@@ -263,7 +263,7 @@ def fit_migration(
         source_old = np.concatenate([source_old, prepare(queries.old, metric).numpy()])
         source_new = np.concatenate([source_new, prepare(queries.new, metric).numpy()])
     inner_folds, fewer_folds = _inner_folds(inner_folds, len(source_old))
-    choice_note = None
+    choice_note, neighbours = None, None  # neighbours: each mode's overlap, when it chooses the mode
     fidelity_notes: list[str] = []
     if queries is not None and queries.relevant is not None and len(routes) > 1:
         # labelled queries: each route is cross-validated on them (what users send), not on the bridge's own score
@@ -280,7 +280,7 @@ def fit_migration(
             inner_folds,
         )
     elif choose == "fidelity":
-        bridges, choice_note = {}, None
+        bridges = {}
         for mode in modes:
             bridges[mode], said = _route_by_fidelity(mode, source_old, source_new, routes, seed, inner_folds, old_n)
             fidelity_notes.append(said)
@@ -295,7 +295,7 @@ def fit_migration(
         for mode in modes:  # each mode's route is chosen once, by the bridge's own cross-validation on every pair
             bridges[mode] = _bridge(mode, source_old, source_new, routes, seed, inner_folds, old_n)
         scores, learning = _cross_validate(old_n, rows, new_n, queries, index_ids, bridges, metric, folds, seed)
-    if choice_note is None:
+    if neighbours is None:
         chosen = max(modes, key=lambda m: float(np.mean(scores[m])))
     else:  # the mode whose route keeps the new model's neighbours best
         chosen = max(modes, key=lambda m: neighbours[m])
